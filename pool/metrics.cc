@@ -8,6 +8,7 @@ void ShardCounters::AddTo(PoolMetrics& m) const {
   m.created += created.Get();
   m.closed += closed.Get();
   m.live += live.Get();
+  m.parked += attaching.Get();
   m.taken += taken.Get();
   m.leases += leases.Get();
   m.acquires += acquires.Get();

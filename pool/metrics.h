@@ -41,7 +41,8 @@ struct PoolMetrics {
   uint64_t created = 0;           // connects that succeeded
   uint64_t closed = 0;            // connections the pool destroyed
   uint64_t live = 0;              // connections held by shards now
-  uint64_t parked = 0;            // connections in the exchange now
+  uint64_t parked = 0;            // connections in the exchange now (or
+                                  // popped and being attached)
   uint64_t taken = 0;             // handed out for good by Lease::Take()
   uint64_t cleared = 0;           // dropped from the exchange by Clear()
   uint64_t leases = 0;            // leases outstanding now
@@ -71,7 +72,9 @@ struct PoolMetrics {
 
 // One shard's counters (see OwnedCounter for the threading rule).
 struct ShardCounters {
-  OwnedCounter created, closed, live, taken, leases, acquires, waits,
+  // attaching: popped from the exchange, attach in progress; reported as
+  // parked until attached, so conservation holds across the await.
+  OwnedCounter created, closed, live, attaching, taken, leases, acquires, waits,
       timeouts, connect_failures, recycle_failures, parks, unparked,
       poisoned;
   std::array<OwnedCounter, kRetireReasonCount> retired;

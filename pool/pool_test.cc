@@ -164,7 +164,8 @@ TEST_F(PoolTest, AtMaxSizeWaitersAreServedInArrivalOrder) {
 
   held.Release();  // handed to w1 directly, not to the free list
   EXPECT_EQ(State(pool, t_), (ShardState{.size = 1, .connections = 1,
-                                         .leases = 1, .waiters = 1}));
+                                         .leases = 1, .waiters = 1,
+                                         .granted = 1}));
   // A newcomer cannot overtake the waiters.
   EXPECT_EQ(pool.TryAcquire().status().code(),
             absl::StatusCode::kResourceExhausted);

@@ -113,12 +113,13 @@ struct ShardState {
   size_t available = 0;   // connections with a free lease
   size_t leases = 0;      // leases outstanding on this shard
   size_t waiters = 0;
+  size_t granted = 0;     // leases handed to waiters that have not resumed
   bool operator==(const ShardState&) const = default;
   std::string ToString() const {
     return absl::StrCat("{size=", size, " reserved=", reserved,
                         " connections=", connections, " idle=", idle,
                         " available=", available, " leases=", leases,
-                        " waiters=", waiters, "}");
+                        " waiters=", waiters, " granted=", granted, "}");
   }
 };
 
@@ -155,7 +156,7 @@ struct Inner {
       for (const ShardCounters* c : shard_counters) c->AddTo(m);
     }
     m.cleared = cleared.load(std::memory_order_relaxed);
-    m.parked = exchange ? exchange->parked() : 0;
+    if (exchange) m.parked += exchange->parked();
     return m;
   }
 
@@ -436,7 +437,9 @@ class Shard final : public ShardBase {
     st.idle = idle_;
     st.available = available_.size();
     for (auto& s : slots_) st.leases += s->leases;
+    st.leases -= recycling_;
     st.waiters = waiter_count_;
+    st.granted = granted_;
     return st;
   }
 
@@ -467,7 +470,7 @@ class Shard final : public ShardBase {
     }
     if (idle != idle_) return fail("idle count");
     if (in_available != available_.size()) return fail("available list");
-    if (leases != counters_.leases.Get()) return fail("lease gauge");
+    if (leases != counters_.leases.Get() + recycling_) return fail("lease gauge");
     if (counters_.live.Get() != slots_.size()) return fail("live gauge");
     size_t n = 0;
     for (Waiter* w = waiters_.head; w != nullptr; w = w->next) ++n;
@@ -516,14 +519,20 @@ class Shard final : public ShardBase {
       Shard* s = w_.shard;
       if (w_.wake_timer != 0) s->runtime()->CancelTimer(w_.wake_timer);
       if (w_.linked) s->Unlink(&w_);
-      if (w_.granted != nullptr) s->UndoLease(w_.granted);  // cancelled
+      if (w_.granted != nullptr) {  // cancelled after the handoff
+        --s->granted_;
+        s->UndoLease(w_.granted);
+      }
     }
     bool await_ready() noexcept { return false; }
     void await_suspend(std::coroutine_handle<> h) {
       w_.handle = h;
       w_.shard->Link(&w_);
     }
-    SlotT* await_resume() noexcept { return std::exchange(w_.granted, nullptr); }
+    SlotT* await_resume() noexcept {
+      if (w_.granted != nullptr) --w_.shard->granted_;
+      return std::exchange(w_.granted, nullptr);
+    }
 
    private:
     Waiter w_;
@@ -549,6 +558,7 @@ class Shard final : public ShardBase {
   void Wake(Waiter* w, SlotT* granted) {
     Unlink(w);
     w->granted = granted;
+    if (granted != nullptr) ++granted_;
     w->wake_timer = runtime()->ScheduleTimer(runtime()->Now(), w);
   }
 
@@ -605,8 +615,9 @@ class Shard final : public ShardBase {
   // A popped parked connection is owned by the Attach frame; if that frame
   // is destroyed the connection dies with it and is counted here.
   struct AttachGuard {
-    explicit AttachGuard(Shard* s) : s(s) {}
+    explicit AttachGuard(Shard* s) : s(s) { s->counters_.attaching.Add(); }
     ~AttachGuard() {
+      s->counters_.attaching.Sub();
       if (armed) s->counters_.Retire(RetireReason::kAttachFailed);
     }
     Shard* s;
@@ -621,12 +632,18 @@ class Shard final : public ShardBase {
       s_->RemoveAvailable(slot_);
       slot_->leases = 1;
       --s_->idle_;
+      ++s_->recycling_;
     }
     RecycleGuard(const RecycleGuard&) = delete;
     RecycleGuard& operator=(const RecycleGuard&) = delete;
     ~RecycleGuard() {
       if (!armed_) return;
       Restore();
+      // Retired while out (close, reaper): it goes now that it is idle.
+      if (slot_->retired != RetireReason::kNone) {
+        s_->Destroy(slot_);
+        return;
+      }
       s_->ServeWaiters(slot_);
       if (slot_->leases < slot_->capacity) s_->MakeAvailable(slot_);
     }
@@ -634,6 +651,10 @@ class Shard final : public ShardBase {
     bool Finish(const absl::Status& st) {
       armed_ = false;
       Restore();
+      if (slot_->retired != RetireReason::kNone) {
+        s_->Destroy(slot_);
+        return false;
+      }
       if (!st.ok()) {
         s_->counters_.recycle_failures.Add();
         s_->Retire(slot_, RetireReason::kRecycleFailed);
@@ -655,6 +676,7 @@ class Shard final : public ShardBase {
     void Restore() {
       slot_->leases = 0;
       ++s_->idle_;
+      --s_->recycling_;
     }
     Shard* s_;
     SlotT* slot_;
@@ -877,8 +899,10 @@ class Shard final : public ShardBase {
   size_t reserved_ = 0;
   size_t connecting_ = 0;
   size_t idle_ = 0;
+  size_t recycling_ = 0;  // idle slots out on an async recycle (placeholder lease)
   WaiterList waiters_;
   size_t waiter_count_ = 0;
+  size_t granted_ = 0;
   ShardCounters counters_;
   absl::Status last_connect_error_;
   uint64_t next_slot_id_ = 0;

@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <map>
 #include <set>
 #include <utility>
 
@@ -69,8 +70,12 @@ class FakeManager {
   int fail_detaches = 0;  // the next N detaches fail ("I/O in flight")
   int fail_attaches = 0;  // the next N attaches fail
   uint32_t capacity = 1u << 30;
+  // Stamped on each connection when its dial starts (tests set it to the
+  // number of invalidations so far).
+  uint64_t epoch = 0;
 
   Task<absl::StatusOr<FakeConn>> Connect() {
+    uint64_t dial_epoch = epoch;
     co_await Delay(connect_latency);
     ++connects_started_;
     if (fail_connects > 0) {
@@ -80,6 +85,7 @@ class FakeManager {
     }
     uint64_t id = ++next_id_;
     open_.insert(id);
+    epoch_of_[id] = dial_epoch;
     co_return FakeConn{id};
   }
 
@@ -125,6 +131,7 @@ class FakeManager {
   // Connections that exist now.
   size_t open() const { return open_.size(); }
   bool IsOpen(uint64_t id) const { return open_.count(id) != 0; }
+  uint64_t EpochOf(uint64_t id) const { return epoch_of_.at(id); }
   uint64_t connects_started() const { return connects_started_; }
   // Closing something not open: must stay 0.
   uint64_t double_closes() const { return double_closes_; }
@@ -151,6 +158,7 @@ class FakeManager {
   uint64_t connects_started_ = 0;
   uint64_t double_closes_ = 0;
   std::set<uint64_t> open_;
+  std::map<uint64_t, uint64_t> epoch_of_;
 };
 
 inline FakeDetached& FakeDetached::operator=(FakeDetached&& o) noexcept {
