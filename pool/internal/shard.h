@@ -25,13 +25,13 @@
 #include <coroutine>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "pool/internal/mutex.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
@@ -144,14 +144,14 @@ struct Inner {
   std::atomic<uint64_t> cleared{0};
   std::atomic<uint64_t> next_shard_index{0};
 
-  std::mutex shards_mu;
+  Mutex shards_mu;
   std::vector<const ShardCounters*> shard_counters ABSL_GUARDED_BY(shards_mu);
   PoolMetrics gone ABSL_GUARDED_BY(shards_mu);  // shards already destroyed
 
   PoolMetrics Metrics() {
     PoolMetrics m;
     {
-      std::lock_guard<std::mutex> lock(shards_mu);
+      MutexLock lock(&shards_mu);
       m = gone;
       for (const ShardCounters* c : shard_counters) c->AddTo(m);
     }
@@ -195,7 +195,7 @@ class Shard final : public ShardBase {
     uint64_t index =
         inner_->next_shard_index.fetch_add(1, std::memory_order_relaxed);
     rng_ = config_.jitter_seed ^ (index * 0xd1b54a32d192ed03ull) ^ inner_->id;
-    std::lock_guard<std::mutex> lock(inner_->shards_mu);
+    MutexLock lock(&inner_->shards_mu);
     inner_->shard_counters.push_back(&counters_);
   }
 
@@ -215,7 +215,7 @@ class Shard final : public ShardBase {
       if (s->retired == RetireReason::kNone) s->retired = RetireReason::kShardGone;
       Destroy(s);
     }
-    std::lock_guard<std::mutex> lock(inner_->shards_mu);
+    MutexLock lock(&inner_->shards_mu);
     auto& v = inner_->shard_counters;
     v.erase(std::find(v.begin(), v.end(), &counters_));
     counters_.AddTo(inner_->gone);

@@ -61,10 +61,10 @@ class PoolDriver {
       default:
         break;
     }
-    pool_.emplace(*FakePool::Create(c, m_, exchange_));
+    pool_.emplace(*FakePool::Create(c, m_, exchange_));  // valid by construction
   }
 
-  ~PoolDriver() { Finish(); }
+  ~PoolDriver() { (void)Finish(); }
 
   const PoolConfig& config() const { return config_; }
 
