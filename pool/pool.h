@@ -271,12 +271,17 @@ class Pool {
   internal::Shard<M>* LocalShard() const {
     ThreadContext& ctx = ThreadContext::Current();
     ShardBase* b = ctx.FindShard(inner_->id);
-    if (b == nullptr) [[unlikely]] {
-      auto* shard = new internal::Shard<M>(inner_, &ctx);
-      b = ctx.AddShard(inner_->id, std::unique_ptr<ShardBase>(shard));
-      shard->StartReaper();
-    }
+    if (b == nullptr) [[unlikely]] return CreateShard(ctx);
     return static_cast<internal::Shard<M>*>(b);
+  }
+
+  // First touch on a thread. Out of line so the warm path stays small (and
+  // free of the atomics and the lock that registering a shard takes).
+  [[gnu::noinline]] internal::Shard<M>* CreateShard(ThreadContext& ctx) const {
+    auto* shard = new internal::Shard<M>(inner_, &ctx);
+    ctx.AddShard(inner_->id, std::unique_ptr<ShardBase>(shard));
+    shard->StartReaper();
+    return shard;
   }
 
   std::shared_ptr<internal::Inner<M>> inner_;

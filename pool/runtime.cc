@@ -1,9 +1,6 @@
 #include "pool/runtime.h"
 
 namespace ringrpc::pool {
-namespace {
-thread_local ThreadContext* current_context = nullptr;
-}  // namespace
 
 ThreadContext::~ThreadContext() {
   cached_id_ = 0;
@@ -14,11 +11,12 @@ ThreadContext::~ThreadContext() {
     shards_.pop_back();
     shard.reset();
   }
+  if (tls_current_ == this) tls_current_ = nullptr;
 }
 
-ThreadContext& ThreadContext::Current() {
-  if (current_context != nullptr) return *current_context;
+ThreadContext& ThreadContext::Implicit() {
   thread_local ThreadContext implicit_context;
+  tls_current_ = &implicit_context;
   return implicit_context;
 }
 
@@ -30,10 +28,10 @@ ShardBase* ThreadContext::AddShard(uint64_t pool_id,
   return cached_shard_;
 }
 
-ThreadContext::Scope::Scope(ThreadContext* ctx) : previous_(current_context) {
-  current_context = ctx;
+ThreadContext::Scope::Scope(ThreadContext* ctx) : previous_(tls_current_) {
+  tls_current_ = ctx;
 }
 
-ThreadContext::Scope::~Scope() { current_context = previous_; }
+ThreadContext::Scope::~Scope() { tls_current_ = previous_; }
 
 }  // namespace ringrpc::pool

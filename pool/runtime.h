@@ -112,8 +112,11 @@ class ThreadContext {
   ~ThreadContext();
 
   // The context of the calling thread: the innermost Scope, else the thread's
-  // implicit one.
-  static ThreadContext& Current();
+  // implicit one. Inline: it is on every checkout.
+  static ThreadContext& Current() {
+    ThreadContext* c = tls_current_;
+    return c != nullptr ? *c : Implicit();
+  }
 
   Runtime* runtime() const { return runtime_; }
   void set_runtime(Runtime* runtime) { runtime_ = runtime; }
@@ -146,6 +149,10 @@ class ThreadContext {
   };
 
  private:
+  // The thread's implicit context, made on first use; it becomes current.
+  static ThreadContext& Implicit();
+  static inline thread_local ThreadContext* tls_current_ = nullptr;
+
   Runtime* runtime_ = nullptr;
   std::vector<std::pair<uint64_t, std::unique_ptr<ShardBase>>> shards_;
   uint64_t cached_id_ = 0;  // pool ids start at 1

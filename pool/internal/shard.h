@@ -179,8 +179,10 @@ struct Slot {
   uint64_t id = 0;   // unique within the shard; for tests and logs
 };
 
+// Cache-line aligned (and so padded) so two threads' shards never share a
+// line.
 template <typename M>
-class Shard final : public ShardBase {
+class alignas(64) Shard final : public ShardBase {
  public:
   using Connection = typename M::Connection;
   using Detached = typename DetachedOf<M>::type;
@@ -363,7 +365,9 @@ class Shard final : public ShardBase {
     --s->leases;
     counters_.leases.Sub();
     if (s->leases == 0) ++idle_;
-    if (config_.NeedsClock()) s->meta.last_used = Now();
+    // One clock read serves both the idle stamp and the expiry check.
+    TimePoint now{};
+    if (config_.NeedsClock()) s->meta.last_used = now = Now();
     if (poisoned) {
       counters_.poisoned.Add();
       Retire(s, RetireReason::kPoisoned);
@@ -377,7 +381,9 @@ class Shard final : public ShardBase {
       if (s->leases == 0) Destroy(s);
       return;
     }
-    if (RetireReason r = Check(s, false); r != RetireReason::kNone) {
+    if (RetireReason r =
+            CheckRetirement(s->meta, config_, now, Generation(), false);
+        r != RetireReason::kNone) {
       Retire(s, r);
       return;
     }
