@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Runs every test: the whole suite in the default configuration (optimised,
+# debug info), again under ASAN+UBSAN, and the concurrent tests (tag "tsan")
+# under ThreadSanitizer. Installs the Debian packages it lacks first.
+# Ends with the line "tests: N passed, M failed" (one count per test target
+# per configuration) and exits non-zero if anything failed or did not build.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+tools/install-deps.sh || { echo "tests: 0 passed, 1 failed"; exit 1; }
+
+logdir="${TMPDIR:-/tmp}/ringrpc-test-logs"
+mkdir -p "$logdir"
+total_pass=0
+total_fail=0
+status=0
+
+run_config() {
+  local name="$1"; shift
+  local log="$logdir/$name.log"
+  echo "== $name: bazel test $*"
+  bazel test --keep_going "$@" 2>&1 | tee "$log" | grep -E '^//|^Executed|^ERROR' || true
+  local rc=${PIPESTATUS[0]}
+  local pass fail
+  pass=$(grep -cE '^//\S+\s+(\(cached\) )?PASSED' "$log")
+  fail=$(grep -cE '^//\S+\s+(\(cached\) )?(FAILED|TIMEOUT|NO STATUS|INCOMPLETE|FLAKY)' "$log")
+  # A target that did not build is a failure even when Bazel lists no test.
+  if [ "$rc" -ne 0 ] && [ "$fail" -eq 0 ]; then fail=1; fi
+  [ "$rc" -ne 0 ] && status=1
+  echo "== $name: $pass passed, $fail failed (bazel exit $rc; log $log)"
+  total_pass=$((total_pass + pass))
+  total_fail=$((total_fail + fail))
+}
+
+run_config default //...
+run_config asan --config=asan //...
+run_config tsan --config=tsan --test_tag_filters=tsan //...
+
+[ "$total_fail" -ne 0 ] && status=1
+echo "tests: $total_pass passed, $total_fail failed"
+exit $status
