@@ -32,6 +32,11 @@ using Clock = std::chrono::steady_clock;
 using TimePoint = Clock::time_point;
 using Duration = Clock::duration;
 
+// The time on a thread with no Runtime: CLOCK_MONOTONIC_COARSE (steady
+// clock's epoch, a few ms resolution, a few ns to read instead of ~25 ns),
+// plenty for idle and lifetime limits measured in seconds.
+TimePoint CoarseNow();
+
 // Something a Runtime calls back when a timer fires. Intrusive: the runtime
 // keeps the pointer, so the callback must cancel the timer before it dies.
 class TimerCallback {

@@ -876,7 +876,7 @@ class alignas(64) Shard final : public ShardBase {
 
   TimePoint Now() const {
     Runtime* rt = owner_->runtime();
-    return rt != nullptr ? rt->Now() : Clock::now();
+    return rt != nullptr ? rt->Now() : CoarseNow();
   }
 
   RetireReason Check(const SlotT* s, bool idle) const {
