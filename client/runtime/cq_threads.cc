@@ -1,0 +1,67 @@
+#include "client/runtime/cq_threads.h"
+
+#include <future>
+
+#include "pool/runtime.h"
+
+namespace ringrpc::runtime {
+
+absl::StatusOr<std::unique_ptr<CqThreads>> CqThreads::Start(Options options) {
+  std::optional<Backend> backend = options.backend;
+  if (!backend) {
+    absl::StatusOr<std::optional<Backend>> env = BackendFromEnv();
+    if (!env.ok()) return env.status();
+    backend = *env;
+  }
+  size_t n = options.threads;
+  if (n == 0) n = std::max(1u, std::thread::hardware_concurrency());
+
+  std::unique_ptr<CqThreads> cq(new CqThreads());
+  for (size_t i = 0; i < n; ++i) {
+    auto t = std::make_unique<Thread>();
+    std::promise<absl::StatusOr<EventLoop*>> ready;
+    std::future<absl::StatusOr<EventLoop*>> made = ready.get_future();
+    t->thread = std::thread([backend, &ready] {
+      // The loop is made on its own thread (io_uring single-issuer mode).
+      absl::StatusOr<std::unique_ptr<EventLoop>> loop = EventLoop::Create(backend);
+      if (!loop.ok()) {
+        ready.set_value(loop.status());
+        return;
+      }
+      auto context = std::make_unique<pool::ThreadContext>(loop->get());
+      {
+        pool::ThreadContext::Scope scope(context.get());
+        ready.set_value(loop->get());
+        (*loop)->Run();
+        // Order matters: tasks may hold leases on the shards; shards' reapers
+        // and connections use the loop.
+        (*loop)->DestroyTasks();
+        context.reset();
+      }
+      loop->reset();
+    });
+    absl::StatusOr<EventLoop*> loop = made.get();
+    if (!loop.ok()) {
+      t->thread.join();
+      cq->Shutdown();
+      return loop.status();
+    }
+    t->loop = *loop;
+    cq->backend_ = (*loop)->backend();
+    cq->threads_.push_back(std::move(t));
+  }
+  return cq;
+}
+
+CqThreads::~CqThreads() { Shutdown(); }
+
+void CqThreads::Shutdown() {
+  for (auto& t : threads_) {
+    if (t->thread.joinable()) t->loop->Stop();
+  }
+  for (auto& t : threads_) {
+    if (t->thread.joinable()) t->thread.join();
+  }
+}
+
+}  // namespace ringrpc::runtime

@@ -1,0 +1,64 @@
+// client/runtime/cq_threads.h — the set of completion-queue threads: N
+// threads, each running one EventLoop with its own pool ThreadContext.
+//
+// Threading: Start/Shutdown/Post from any thread (not from a CQ thread for
+// Shutdown). Each loop is used only on its own thread.
+//
+//   auto cq = CqThreads::Start({.threads = 4});
+//   (*cq)->Post(0, [] { /* runs on CQ thread 0 */ });
+//   (*cq)->Shutdown();   // also done by the destructor
+#ifndef RINGRPC_CLIENT_RUNTIME_CQ_THREADS_H_
+#define RINGRPC_CLIENT_RUNTIME_CQ_THREADS_H_
+
+#include <memory>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "client/runtime/event_loop.h"
+
+namespace ringrpc::runtime {
+
+class CqThreads {
+ public:
+  struct Options {
+    // 0: one per core (std::thread::hardware_concurrency()).
+    size_t threads = 0;
+    // Unset: RINGRPC_POLLER, else io_uring with the epoll fallback.
+    std::optional<Backend> backend;
+  };
+
+  // Starts the threads; each creates its loop on itself. An error (a bad
+  // RINGRPC_POLLER, a loop that cannot be made) stops the ones started.
+  static absl::StatusOr<std::unique_ptr<CqThreads>> Start(Options options);
+  ~CqThreads();
+  CqThreads(const CqThreads&) = delete;
+  CqThreads& operator=(const CqThreads&) = delete;
+
+  size_t size() const { return threads_.size(); }
+  Backend backend() const { return backend_; }
+  EventLoop& loop(size_t i) { return *threads_[i]->loop; }
+
+  // Runs `fn` on CQ thread `i`.
+  void Post(size_t i, Inbox::Fn fn) { threads_[i]->loop->Post(std::move(fn)); }
+
+  // Stops every loop: tasks destroyed (operations cancelled), pool shards
+  // destroyed (connections closed), loops closed, threads joined.
+  // Idempotent.
+  void Shutdown();
+
+ private:
+  struct Thread {
+    EventLoop* loop = nullptr;
+    std::thread thread;
+  };
+  CqThreads() = default;
+
+  Backend backend_ = Backend::kIoUring;
+  std::vector<std::unique_ptr<Thread>> threads_;
+};
+
+}  // namespace ringrpc::runtime
+
+#endif  // RINGRPC_CLIENT_RUNTIME_CQ_THREADS_H_

@@ -1,0 +1,379 @@
+// The event loop on both backends, with real sockets and real threads.
+#include "client/runtime/event_loop.h"
+
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "client/runtime/cq_threads.h"
+#include "pool/pool.h"
+
+namespace ringrpc::runtime {
+namespace {
+
+using std::chrono::milliseconds;
+
+int OpenFds() {
+  int n = 0;
+  DIR* d = opendir("/proc/self/fd");
+  while (dirent* e = readdir(d)) n += e->d_name[0] != '.';
+  closedir(d);
+  return n - 1;  // the DIR's own fd
+}
+
+// A loopback listener with an echo thread per connection.
+class EchoServer {
+ public:
+  EchoServer() {
+    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    ::listen(fd_, 64);
+    socklen_t len = sizeof a;
+    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
+    addr_ = a;
+    acceptor_ = std::thread([this] {
+      for (;;) {
+        int c = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
+        if (c < 0) return;
+        echoers_.emplace_back([c] {
+          char buf[4096];
+          for (ssize_t n; (n = ::read(c, buf, sizeof buf)) > 0;) {
+            if (::write(c, buf, n) != n) break;
+          }
+          ::close(c);
+        });
+      }
+    });
+  }
+  ~EchoServer() {
+    ::shutdown(fd_, SHUT_RDWR);
+    acceptor_.join();
+    ::close(fd_);
+    for (auto& t : echoers_) t.join();
+  }
+  const sockaddr_in& addr() const { return addr_; }
+
+ private:
+  int fd_;
+  sockaddr_in addr_{};
+  std::thread acceptor_;
+  std::vector<std::thread> echoers_;
+};
+
+int NonBlockingSocket() {
+  return ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+}
+
+class LoopTest : public ::testing::TestWithParam<Backend> {
+ protected:
+  void SetUp() override {
+    absl::StatusOr<std::unique_ptr<EventLoop>> loop = EventLoop::Create(GetParam());
+    if (!loop.ok() && GetParam() == Backend::kIoUring) {
+      GTEST_SKIP() << "io_uring unavailable here: " << loop.status();
+    }
+    ASSERT_TRUE(loop.ok()) << loop.status();
+    loop_ = std::move(*loop);
+    ASSERT_EQ(loop_->backend(), GetParam());
+  }
+  // Runs turns until `done` or `limit` passes.
+  template <typename F>
+  bool RunUntil(F done, milliseconds limit = milliseconds(5000)) {
+    auto end = std::chrono::steady_clock::now() + limit;
+    while (!done()) {
+      if (std::chrono::steady_clock::now() > end) return false;
+      loop_->RunOnce(milliseconds(50));
+    }
+    return true;
+  }
+  std::unique_ptr<EventLoop> loop_;
+};
+
+struct Recorder : pool::TimerCallback {
+  Recorder(std::vector<int>* order, int id) : order(order), id(id) {}
+  std::vector<int>* order;
+  int id;
+  TimePoint fired_at{};
+  void OnTimer() override {
+    order->push_back(id);
+    fired_at = pool::Clock::now();
+  }
+};
+
+TEST_P(LoopTest, TimersFireInDeadlineOrderAndNotEarly) {
+  std::vector<int> order;
+  TimePoint start = pool::Clock::now();
+  Recorder a(&order, 1), b(&order, 2), c(&order, 3), cancelled(&order, 4);
+  loop_->ScheduleTimer(start + milliseconds(30), &c);
+  loop_->ScheduleTimer(start + milliseconds(10), &a);
+  loop_->ScheduleTimer(start + milliseconds(20), &b);
+  uint64_t id = loop_->ScheduleTimer(start + milliseconds(15), &cancelled);
+  EXPECT_TRUE(loop_->CancelTimer(id));
+  EXPECT_FALSE(loop_->CancelTimer(id));
+  ASSERT_TRUE(RunUntil([&] { return order.size() == 3; }));
+  EXPECT_EQ(order, (std::vector<int>{1, 2, 3}));
+  EXPECT_GE(a.fired_at - start, milliseconds(10));
+  EXPECT_GE(c.fired_at - start, milliseconds(30));
+  EXPECT_LT(c.fired_at - start, milliseconds(30 + 20));
+}
+
+TEST_P(LoopTest, PostsFromAnotherThreadRunInOrderOnTheLoopThread) {
+  std::thread runner([&] { loop_->Run(); });
+  constexpr int kPosts = 2000;
+  std::vector<int> seen;
+  std::atomic<bool> wrong_thread{false};
+  std::thread::id loop_thread = runner.get_id();
+  for (int i = 0; i < kPosts; ++i) {
+    loop_->Post([&, i] {
+      if (std::this_thread::get_id() != loop_thread) wrong_thread = true;
+      seen.push_back(i);
+    });
+  }
+  std::atomic<bool> last{false};
+  loop_->Post([&] { last = true; });
+  while (!last) std::this_thread::yield();
+  loop_->Stop();
+  runner.join();
+  ASSERT_EQ(seen.size(), size_t{kPosts});
+  for (int i = 0; i < kPosts; ++i) ASSERT_EQ(seen[i], i);
+  EXPECT_FALSE(wrong_thread);
+  // One wake-up per empty -> non-empty transition, not one per post.
+  EXPECT_LT(loop_->stats().wakeups_sent, uint64_t{kPosts});
+  EXPECT_EQ(loop_->stats().posts, uint64_t{kPosts + 1});
+}
+
+Task<void> EchoOnce(EventLoop& loop, sockaddr_in addr, std::string msg,
+                    std::string* got, int* error) {
+  int fd = NonBlockingSocket();
+  IoResult c = co_await loop.Connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  if (!c.ok()) {
+    *error = -c.res;
+    loop.Close(fd);
+    co_return;
+  }
+  std::vector<uint8_t> out(msg.begin(), msg.end());
+  size_t sent = 0;
+  while (sent < msg.size()) {
+    IoResult s = co_await loop.Send(fd, std::move(out), sent);
+    if (!s.ok()) {
+      *error = -s.res;
+      loop.Close(fd);
+      co_return;
+    }
+    sent += s.res;
+    out = std::move(s.buf);
+  }
+  std::vector<uint8_t> in(1024);
+  while (got->size() < msg.size()) {
+    IoResult r = co_await loop.Recv(fd, std::move(in));
+    if (r.res <= 0) {
+      *error = r.res == 0 ? -1 : -r.res;
+      break;
+    }
+    got->append(reinterpret_cast<char*>(r.buf.data()), r.res);
+    in = std::move(r.buf);
+  }
+  loop.Close(fd);
+}
+
+TEST_P(LoopTest, ConnectSendRecvOverLoopbackTcp) {
+  EchoServer server;
+  int fds_before = OpenFds();
+  std::string got;
+  int error = 0;
+  std::string msg(100000, 'x');
+  for (size_t i = 0; i < msg.size(); ++i) msg[i] = char('a' + i % 26);
+  loop_->Spawn(EchoOnce(*loop_, server.addr(), msg, &got, &error));
+  ASSERT_TRUE(RunUntil([&] { return got.size() >= msg.size() || error != 0; }));
+  EXPECT_EQ(error, 0) << std::strerror(error);
+  EXPECT_EQ(got, msg);
+  RunUntil([&] { return loop_->ops_in_flight() == 0; });
+  // The echo thread closes its end when it sees ours close.
+  EXPECT_TRUE(RunUntil([&] { return OpenFds() == fds_before; }, milliseconds(1000)))
+      << OpenFds() << " fds open, " << fds_before << " before";
+}
+
+TEST_P(LoopTest, ConnectToAClosedPortIsRefused) {
+  int probe = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(probe, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t len = sizeof a;
+  ::getsockname(probe, reinterpret_cast<sockaddr*>(&a), &len);
+  ::close(probe);  // the port is now closed
+  std::string got;
+  int error = 0;
+  loop_->Spawn(EchoOnce(*loop_, a, "hi", &got, &error));
+  ASSERT_TRUE(RunUntil([&] { return error != 0; }));
+  EXPECT_EQ(error, ECONNREFUSED);
+}
+
+Task<void> RecvForever(EventLoop& loop, int fd, bool* returned) {
+  IoResult r = co_await loop.Recv(fd, std::vector<uint8_t>(64));
+  (void)r;
+  *returned = true;
+}
+
+TEST_P(LoopTest, DestroyingATaskCancelsItsRecvInFlight) {
+  int sv[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);
+  bool returned = false;
+  {
+    Task<void> t = RecvForever(*loop_, sv[0], &returned);
+    t.handle().resume();
+    loop_->RunOnce(milliseconds(10));
+    EXPECT_EQ(loop_->ops_in_flight(), 1u);
+  }  // destroyed mid-recv
+  EXPECT_EQ(loop_->stats().ops_cancelled, 1u);
+  ASSERT_TRUE(RunUntil([&] { return loop_->ops_in_flight() == 0; }));
+  // Data arriving later does not resume anything or touch freed memory.
+  ASSERT_EQ(::write(sv[1], "late", 4), 4);
+  loop_->RunOnce(milliseconds(10));
+  EXPECT_FALSE(returned);
+  ::close(sv[0]);
+  ::close(sv[1]);
+}
+
+TEST_P(LoopTest, LoopDestroyedWithOperationsInFlightLeaksNothing) {
+  int sv[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);
+  bool returned = false;
+  for (int i = 0; i < 3; ++i) {
+    int dup = ::dup(sv[0]);
+    loop_->Spawn(RecvForever(*loop_, dup, &returned));
+  }
+  loop_->RunOnce(milliseconds(10));
+  EXPECT_EQ(loop_->spawned(), 3u);
+  loop_.reset();  // ASAN checks the buffers and ops were freed exactly once
+  EXPECT_FALSE(returned);
+  ::close(sv[0]);
+  ::close(sv[1]);
+}
+
+// Many sends queued in one turn go to the kernel in one enter.
+TEST_P(LoopTest, OneEnterPerTurnCoversEverySocket) {
+  constexpr int kPairs = 16;
+  int sv[kPairs][2];
+  for (auto& p : sv) ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, p), 0);
+  int done = 0;
+  auto send_one = [](EventLoop& loop, int fd, int* done) -> Task<void> {
+    IoResult r = co_await loop.Send(fd, std::vector<uint8_t>(100, 7));
+    if (r.res == 100) ++*done;
+  };
+  loop_->RunOnce(Duration::zero());  // settle (arms the wake-up read)
+  uint64_t enters = loop_->stats().enters;
+  for (auto& p : sv) loop_->Spawn(send_one(*loop_, p[0], &done));
+  loop_->RunOnce(milliseconds(100));
+  EXPECT_EQ(done, kPairs);
+  if (GetParam() == Backend::kIoUring) {
+    EXPECT_EQ(loop_->stats().enters - enters, 1u);
+  }
+  for (auto& p : sv) {
+    ::close(p[0]);
+    ::close(p[1]);
+  }
+}
+
+// The loop is the pool's runtime on its thread: waits and acquire timeouts
+// run on real time.
+struct NullManager {
+  struct Connection {};
+  Task<absl::StatusOr<Connection>> Connect() { co_return Connection{}; }
+  void Disconnect(Connection&&) {}
+};
+
+TEST_P(LoopTest, PoolAcquireTimeoutRunsOnTheLoop) {
+  pool::ThreadContext ctx(loop_.get());
+  pool::ThreadContext::Scope scope(&ctx);
+  pool::PoolConfig c;
+  c.max_size = 1;
+  c.acquire_timeout = milliseconds(40);
+  auto p = *pool::Pool<NullManager>::Create(c, std::make_shared<NullManager>());
+  absl::StatusOr<pool::Lease<NullManager>> held = p.TryAcquire();
+  auto first = [](pool::Pool<NullManager> p) -> Task<absl::StatusOr<pool::Lease<NullManager>>> {
+    co_return co_await p.Acquire();
+  };
+  Task<absl::StatusOr<pool::Lease<NullManager>>> a = first(p);
+  a.handle().resume();
+  ASSERT_TRUE(a.done() && a.result().ok());
+  TimePoint start = pool::Clock::now();
+  Task<absl::StatusOr<pool::Lease<NullManager>>> b = first(p);
+  b.handle().resume();
+  ASSERT_TRUE(RunUntil([&] { return b.done(); }));
+  auto waited = pool::Clock::now() - start;
+  EXPECT_EQ(b.result().status().code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_GE(waited, milliseconds(40));
+  EXPECT_LT(waited, milliseconds(40 + 20));
+  a.result()->Release();
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, LoopTest,
+                         ::testing::Values(Backend::kIoUring, Backend::kEpoll),
+                         [](const auto& info) { return BackendName(info.param); });
+
+// ---- CQ threads --------------------------------------------------------------
+
+TEST(CqThreads, PostsReachEachThreadAndShutdownJoinsAndClosesEverything) {
+  int fds_before = OpenFds();
+  for (Backend b : {Backend::kIoUring, Backend::kEpoll}) {
+    absl::StatusOr<std::unique_ptr<CqThreads>> cq = CqThreads::Start({.threads = 3, .backend = b});
+    ASSERT_TRUE(cq.ok()) << cq.status();
+    EXPECT_EQ((*cq)->size(), 3u);
+    std::atomic<int> ran{0};
+    std::vector<std::thread::id> ids(3);
+    for (size_t i = 0; i < 3; ++i) {
+      (*cq)->Post(i, [&, i] {
+        ids[i] = std::this_thread::get_id();
+        EXPECT_EQ(EventLoop::Current(), &(*cq)->loop(i));
+        EXPECT_EQ(pool::ThreadContext::Current().runtime(), &(*cq)->loop(i));
+        ran.fetch_add(1);
+      });
+    }
+    while (ran.load() < 3) std::this_thread::yield();
+    EXPECT_NE(ids[0], ids[1]);
+    EXPECT_NE(ids[1], ids[2]);
+    (*cq)->Shutdown();
+  }
+  EXPECT_EQ(OpenFds(), fds_before);
+}
+
+// A post from one io_uring CQ thread to another wakes it with MSG_RING.
+TEST(CqThreads, CrossThreadWakeUpUsesMsgRing) {
+  absl::StatusOr<std::unique_ptr<CqThreads>> cq =
+      CqThreads::Start({.threads = 2, .backend = Backend::kIoUring});
+  if (!cq.ok()) GTEST_SKIP() << "io_uring unavailable: " << cq.status();
+  std::atomic<bool> reached{false};
+  std::atomic<uint64_t> msg_rings{0};
+  (*cq)->Post(0, [&] {
+    (*cq)->Post(1, [&] { reached = true; });
+    msg_rings = (*cq)->loop(0).stats().msg_rings_sent;
+  });
+  while (!reached) std::this_thread::yield();
+  EXPECT_EQ(msg_rings.load(), 1u);
+}
+
+TEST(CqThreads, UnknownPollerInTheEnvironmentIsAClearError) {
+  ::setenv("RINGRPC_POLLER", "kqueue", 1);
+  absl::StatusOr<std::unique_ptr<CqThreads>> cq = CqThreads::Start({.threads = 1});
+  ::unsetenv("RINGRPC_POLLER");
+  ASSERT_FALSE(cq.ok());
+  EXPECT_EQ(cq.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(cq.status().message()), ::testing::HasSubstr("kqueue"));
+}
+
+}  // namespace
+}  // namespace ringrpc::runtime
