@@ -1,0 +1,131 @@
+// client/runtime/loop_event.h — a one-waiter, auto-reset event whose
+// wake-up runs on the next pass of the loop (a timer due now), never inline.
+// Used to wake a coroutine from inside a callback (e.g. nghttp2's) without
+// re-entering the code that called back.
+//
+// Threading: its loop's thread only.
+//
+//   while (!ready) co_await event.Wait();   // in a coroutine
+//   ready = true; event.Set();               // elsewhere on the loop
+#ifndef RINGRPC_CLIENT_RUNTIME_LOOP_EVENT_H_
+#define RINGRPC_CLIENT_RUNTIME_LOOP_EVENT_H_
+
+#include <coroutine>
+#include <optional>
+#include <utility>
+
+#include "pool/runtime.h"
+
+namespace ringrpc::runtime {
+
+class LoopEvent final : private pool::TimerCallback {
+ public:
+  explicit LoopEvent(pool::Runtime& loop) : loop_(loop) {}
+  LoopEvent(const LoopEvent&) = delete;
+  LoopEvent& operator=(const LoopEvent&) = delete;
+  ~LoopEvent() {
+    if (timer_ != 0) loop_.CancelTimer(timer_);
+  }
+
+  // Signals; a waiter (now or the next one) wakes on the next loop pass.
+  void Set() {
+    set_ = true;
+    if (waiter_ && timer_ == 0) timer_ = loop_.ScheduleTimer(loop_.Now(), this);
+  }
+
+  class Awaiter {
+   public:
+    explicit Awaiter(LoopEvent* e) : e_(e) {}
+    Awaiter(const Awaiter&) = delete;
+    Awaiter& operator=(const Awaiter&) = delete;
+    ~Awaiter() {
+      // The awaiting frame died while suspended: forget it.
+      if (suspended_ && e_->waiter_ == handle_) {
+        e_->waiter_ = {};
+        if (e_->timer_ != 0) {
+          e_->loop_.CancelTimer(e_->timer_);
+          e_->timer_ = 0;
+        }
+      }
+    }
+    bool await_ready() {
+      if (!e_->set_) return false;
+      e_->set_ = false;
+      return true;
+    }
+    void await_suspend(std::coroutine_handle<> h) {
+      handle_ = h;
+      suspended_ = true;
+      e_->waiter_ = h;
+      if (e_->set_ && e_->timer_ == 0) {
+        e_->timer_ = e_->loop_.ScheduleTimer(e_->loop_.Now(), e_);
+      }
+    }
+    void await_resume() { suspended_ = false; }
+
+   private:
+    LoopEvent* e_;
+    std::coroutine_handle<> handle_;
+    bool suspended_ = false;
+  };
+  Awaiter Wait() { return Awaiter(this); }
+
+ private:
+  void OnTimer() override {
+    timer_ = 0;
+    set_ = false;
+    if (auto h = std::exchange(waiter_, {})) h.resume();  // last use of this
+  }
+
+  pool::Runtime& loop_;
+  std::coroutine_handle<> waiter_;
+  uint64_t timer_ = 0;
+  bool set_ = false;
+};
+
+// Runs `task` with a time limit: nullopt if `timeout` passed first (the task
+// was destroyed, which cancels it).
+template <typename T>
+class WithTimeout final : private pool::TimerCallback {
+ public:
+  WithTimeout(pool::Runtime& loop, pool::Task<T> task, pool::Duration timeout)
+      : loop_(loop), task_(std::move(task)), timeout_(timeout) {}
+  WithTimeout(const WithTimeout&) = delete;
+  WithTimeout& operator=(const WithTimeout&) = delete;
+  ~WithTimeout() {
+    if (timer_ != 0) loop_.CancelTimer(timer_);
+  }
+  bool await_ready() { return false; }
+  std::coroutine_handle<> await_suspend(std::coroutine_handle<> h) {
+    awaiting_ = h;
+    task_.handle().promise().continuation = h;
+    timer_ = loop_.ScheduleTimer(loop_.Now() + timeout_, this);
+    return task_.handle();
+  }
+  std::optional<T> await_resume() {
+    if (timer_ != 0) {
+      loop_.CancelTimer(timer_);
+      timer_ = 0;
+    }
+    if (timed_out_) return std::nullopt;
+    return std::move(task_.result());
+  }
+
+ private:
+  void OnTimer() override {
+    timer_ = 0;
+    timed_out_ = true;
+    task_.Reset();
+    awaiting_.resume();
+  }
+  pool::Runtime& loop_;
+  pool::Task<T> task_;
+  pool::Duration timeout_;
+  std::coroutine_handle<> awaiting_;
+  uint64_t timer_ = 0;
+  bool timed_out_ = false;
+};
+
+}  // namespace ringrpc::runtime
+
+#endif  // RINGRPC_CLIENT_RUNTIME_LOOP_EVENT_H_

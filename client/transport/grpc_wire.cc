@@ -1,0 +1,165 @@
+#include "client/transport/grpc_wire.h"
+
+#include <cctype>
+#include <chrono>
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+
+namespace ringrpc::transport {
+
+void AppendFramedMessage(std::string& out, std::string_view message) {
+  uint32_t n = static_cast<uint32_t>(message.size());
+  char prefix[5] = {0, char(n >> 24), char(n >> 16), char(n >> 8), char(n)};
+  out.append(prefix, 5);
+  out.append(message);
+}
+
+std::string EncodeGrpcTimeout(Duration d) {
+  using namespace std::chrono;
+  if (d <= Duration::zero()) return "1n";
+  int64_t ns = duration_cast<nanoseconds>(d).count();
+  constexpr int64_t kMax = 99999999;  // 8 digits
+  struct Unit {
+    int64_t ns;
+    char c;
+  };
+  for (Unit u : {Unit{1, 'n'}, Unit{1000, 'u'}, Unit{1000000, 'm'},
+                 Unit{1000000000, 'S'}, Unit{60000000000, 'M'},
+                 Unit{3600000000000, 'H'}}) {
+    int64_t v = (ns + u.ns - 1) / u.ns;  // round up: never promise less time
+    if (v <= kMax) return absl::StrCat(v, std::string(1, u.c));
+  }
+  return absl::StrCat(kMax, "H");
+}
+
+absl::StatusOr<absl::StatusCode> ParseGrpcStatus(std::string_view v) {
+  if (v.empty() || v.size() > 9) {
+    return absl::InternalError(absl::StrCat("malformed grpc-status \"",
+                                            std::string(v.substr(0, 32)), "\""));
+  }
+  int code = 0;
+  for (char c : v) {
+    if (c < '0' || c > '9') {
+      return absl::InternalError(absl::StrCat("malformed grpc-status \"",
+                                              std::string(v.substr(0, 32)), "\""));
+    }
+    code = code * 10 + (c - '0');
+  }
+  if (code > 16) return absl::StatusCode::kUnknown;
+  return static_cast<absl::StatusCode>(code);
+}
+
+std::string PercentDecode(std::string_view v) {
+  std::string out;
+  out.reserve(v.size());
+  auto hex = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (v[i] == '%' && i + 2 < v.size() && hex(v[i + 1]) >= 0 &&
+        hex(v[i + 2]) >= 0) {
+      out.push_back(static_cast<char>(hex(v[i + 1]) * 16 + hex(v[i + 2])));
+      i += 2;
+    } else {
+      out.push_back(v[i]);
+    }
+  }
+  return out;
+}
+
+std::string PercentEncode(std::string_view v) {
+  static const char* kHex = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : v) {
+    if (c >= 0x20 && c <= 0x7e && c != '%') {
+      out.push_back(static_cast<char>(c));
+    } else {
+      out.push_back('%');
+      out.push_back(kHex[c >> 4]);
+      out.push_back(kHex[c & 15]);
+    }
+  }
+  return out;
+}
+
+absl::StatusCode HttpStatusToGrpcCode(int s) {
+  switch (s) {
+    case 400: return absl::StatusCode::kInternal;
+    case 401: return absl::StatusCode::kUnauthenticated;
+    case 403: return absl::StatusCode::kPermissionDenied;
+    case 404: return absl::StatusCode::kUnimplemented;
+    case 429:
+    case 502:
+    case 503:
+    case 504: return absl::StatusCode::kUnavailable;
+    default: return absl::StatusCode::kUnknown;
+  }
+}
+
+std::string EncodeBinaryHeader(std::string_view value) {
+  return absl::Base64Escape(absl::string_view(value.data(), value.size()));
+}
+
+absl::StatusOr<std::string> DecodeBinaryHeader(std::string_view value) {
+  std::string out;
+  if (!absl::Base64Unescape(absl::string_view(value.data(), value.size()), &out)) {
+    return absl::InternalError("malformed base64 in -bin metadata");
+  }
+  return out;
+}
+
+void MessageDecoder::Feed(std::string_view bytes) {
+  if (!error_.ok()) return;
+  buf_.append(bytes);
+  Parse();
+}
+
+void MessageDecoder::Parse() {
+  size_t pos = 0;
+  while (error_.ok()) {
+    if (!in_body_) {
+      if (buf_.size() - pos < 5) break;
+      auto b = reinterpret_cast<const unsigned char*>(buf_.data() + pos);
+      if (b[0] != 0) {
+        error_ = absl::InternalError(
+            b[0] == 1 ? "compressed gRPC message, but no compression was negotiated"
+                      : absl::StrCat("invalid gRPC message flag byte ", int(b[0])));
+        break;
+      }
+      uint32_t len = uint32_t(b[1]) << 24 | uint32_t(b[2]) << 16 |
+                     uint32_t(b[3]) << 8 | uint32_t(b[4]);
+      if (len > max_) {
+        error_ = absl::ResourceExhaustedError(absl::StrCat(
+            "received message larger than max (", len, " vs. ", max_, ")"));
+        break;
+      }
+      pos += 5;
+      in_body_ = true;
+      need_ = len;
+      current_.clear();
+      current_.reserve(len);  // bounded by max_, checked above
+    }
+    size_t take = std::min(need_, buf_.size() - pos);
+    current_.append(buf_, pos, take);
+    pos += take;
+    need_ -= take;
+    if (need_ != 0) break;
+    in_body_ = false;
+    ready_.push_back(std::move(current_));
+    current_.clear();
+  }
+  buf_.erase(0, pos);
+}
+
+std::optional<std::string> MessageDecoder::Next() {
+  if (ready_.empty()) return std::nullopt;
+  std::string m = std::move(ready_.front());
+  ready_.pop_front();
+  return m;
+}
+
+}  // namespace ringrpc::transport

@@ -1,0 +1,103 @@
+#include "client/transport/grpc_wire.h"
+
+#include <gtest/gtest.h>
+
+namespace ringrpc::transport {
+namespace {
+
+using std::chrono::milliseconds;
+
+TEST(GrpcWire, FramingRoundTripsAcrossArbitraryChunking) {
+  std::string wire;
+  std::vector<std::string> msgs = {"", "a", std::string(70000, 'x'), "last"};
+  for (auto& m : msgs) AppendFramedMessage(wire, m);
+  for (size_t chunk : {1, 3, 5, 4096, 1 << 20}) {
+    MessageDecoder d(1 << 20);
+    std::vector<std::string> got;
+    for (size_t i = 0; i < wire.size(); i += chunk) {
+      d.Feed(std::string_view(wire).substr(i, chunk));
+      while (auto m = d.Next()) got.push_back(*m);
+    }
+    EXPECT_EQ(got, msgs) << "chunk " << chunk;
+    EXPECT_TRUE(d.error().ok());
+    EXPECT_FALSE(d.partial());
+  }
+}
+
+TEST(GrpcWire, LengthPrefixOverTheLimitIsRefusedBeforeAnyAllocation) {
+  MessageDecoder d(1000);
+  // Claims 4 GiB - 1: must fail from the prefix alone.
+  d.Feed(std::string("\x00\xff\xff\xff\xff", 5));
+  EXPECT_EQ(d.error().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(d.error().message(), "received message larger than max (4294967295 vs. 1000)");
+  EXPECT_FALSE(d.Next().has_value());
+}
+
+TEST(GrpcWire, CompressedFlagWithoutNegotiationIsInternal) {
+  MessageDecoder d(1000);
+  d.Feed(std::string("\x01\x00\x00\x00\x01z", 6));
+  EXPECT_EQ(d.error().code(), absl::StatusCode::kInternal);
+  EXPECT_NE(d.error().message().find("compressed"), std::string::npos);
+}
+
+TEST(GrpcWire, TruncatedMessageIsPartial) {
+  MessageDecoder d(1000);
+  d.Feed(std::string("\x00\x00\x00\x00\x05" "abc", 8));
+  EXPECT_TRUE(d.partial());
+  EXPECT_FALSE(d.Next().has_value());
+}
+
+TEST(GrpcWire, TimeoutPicksTheFinestUnitThatFitsAndRoundsUp) {
+  EXPECT_EQ(EncodeGrpcTimeout(std::chrono::nanoseconds(1500)), "1500n");
+  EXPECT_EQ(EncodeGrpcTimeout(milliseconds(250)), "250000u");  // 9 digits in ns
+  EXPECT_EQ(EncodeGrpcTimeout(std::chrono::seconds(100)), "100000m");
+  EXPECT_EQ(EncodeGrpcTimeout(std::chrono::hours(1000)), "3600000S");
+  EXPECT_EQ(EncodeGrpcTimeout(milliseconds(-5)), "1n");
+  EXPECT_EQ(EncodeGrpcTimeout(std::chrono::nanoseconds(100000001)), "100001u");
+}
+
+TEST(GrpcWire, GrpcStatusParsing) {
+  EXPECT_EQ(*ParseGrpcStatus("0"), absl::StatusCode::kOk);
+  EXPECT_EQ(*ParseGrpcStatus("16"), absl::StatusCode::kUnauthenticated);
+  EXPECT_EQ(*ParseGrpcStatus("17"), absl::StatusCode::kUnknown);
+  EXPECT_EQ(*ParseGrpcStatus("999999"), absl::StatusCode::kUnknown);
+  EXPECT_EQ(ParseGrpcStatus("abc").status().code(), absl::StatusCode::kInternal);
+  EXPECT_EQ(ParseGrpcStatus("").status().code(), absl::StatusCode::kInternal);
+  EXPECT_EQ(ParseGrpcStatus("-1").status().code(), absl::StatusCode::kInternal);
+  EXPECT_EQ(ParseGrpcStatus("99999999999999").status().code(), absl::StatusCode::kInternal);
+}
+
+TEST(GrpcWire, PercentCodingRoundTripsNonAsciiAndPercent) {
+  std::string msg = "bad % ünïcødé \x01 done";
+  std::string enc = PercentEncode(msg);
+  EXPECT_EQ(enc.find_first_of("\x01\xc3"), std::string::npos);
+  EXPECT_EQ(PercentDecode(enc), msg);
+  EXPECT_EQ(PercentDecode("100%"), "100%");      // dangling escape kept
+  EXPECT_EQ(PercentDecode("%zz%4"), "%zz%4");    // invalid escapes kept
+  EXPECT_EQ(PercentDecode("%41%62"), "Ab");
+}
+
+TEST(GrpcWire, HttpStatusMapping) {
+  EXPECT_EQ(HttpStatusToGrpcCode(400), absl::StatusCode::kInternal);
+  EXPECT_EQ(HttpStatusToGrpcCode(401), absl::StatusCode::kUnauthenticated);
+  EXPECT_EQ(HttpStatusToGrpcCode(403), absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(HttpStatusToGrpcCode(404), absl::StatusCode::kUnimplemented);
+  EXPECT_EQ(HttpStatusToGrpcCode(429), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(HttpStatusToGrpcCode(503), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(HttpStatusToGrpcCode(500), absl::StatusCode::kUnknown);
+}
+
+TEST(GrpcWire, BinaryHeadersBase64WithOrWithoutPadding) {
+  std::string raw("\x00\x01\xfe\xff", 4);
+  std::string enc = EncodeBinaryHeader(raw);
+  EXPECT_EQ(enc, "AAH+/w==");
+  EXPECT_EQ(*DecodeBinaryHeader(enc), raw);
+  EXPECT_EQ(*DecodeBinaryHeader("AAH+/w"), raw);
+  EXPECT_EQ(DecodeBinaryHeader("!!!").status().code(), absl::StatusCode::kInternal);
+  EXPECT_TRUE(IsBinaryHeader("x-trace-bin"));
+  EXPECT_FALSE(IsBinaryHeader("-bin"));
+  EXPECT_FALSE(IsBinaryHeader("x-binary"));
+}
+
+}  // namespace
+}  // namespace ringrpc::transport

@@ -1,0 +1,710 @@
+#include "client/transport/http2_connection.h"
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <nghttp2/nghttp2.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+
+namespace ringrpc::transport {
+namespace {
+
+constexpr size_t kWriteHighWater = 1 << 20;  // queued bytes before Write waits
+constexpr uint32_t kStreamWindow = 4u << 20;
+constexpr int32_t kConnectionWindow = 16 << 20;
+
+std::string Ms(Duration d) {
+  return absl::StrCat(std::chrono::duration_cast<std::chrono::milliseconds>(d).count(), "ms");
+}
+
+nghttp2_nv Header(std::string_view name, std::string_view value) {
+  return nghttp2_nv{const_cast<uint8_t*>(reinterpret_cast<const uint8_t*>(name.data())),
+                    const_cast<uint8_t*>(reinterpret_cast<const uint8_t*>(value.data())),
+                    name.size(), value.size(), NGHTTP2_NV_FLAG_NONE};
+}
+
+// Metadata keys the application may not set: they are the protocol's.
+bool IsReservedKey(std::string_view k) {
+  return k.empty() || k[0] == ':' || k == "te" || k == "content-type" ||
+         k == "user-agent" || k.rfind("grpc-", 0) == 0;
+}
+
+absl::Status ValidateMetadata(const Metadata& md) {
+  for (const auto& [k, v] : md) {
+    for (char c : k) {
+      bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
+                c == '_' || c == '.';
+      if (!ok) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "metadata key \"", k, "\" must be lowercase letters, digits, '-', '_' or '.'"));
+      }
+    }
+    if (IsReservedKey(k)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("metadata key \"", k, "\" is reserved by the protocol"));
+    }
+    if (!IsBinaryHeader(k)) {
+      for (char c : v) {
+        if (c < 0x20 || c > 0x7e) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "metadata value of \"", k,
+              "\" must be printable ASCII (use a -bin key for binary values)"));
+        }
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+// ---- Call -------------------------------------------------------------------
+
+class Call::DeadlineTimer final : public pool::TimerCallback {
+ public:
+  DeadlineTimer(Call* call, TimePoint deadline) : call_(call) {
+    id_ = call_->conn_->loop_.ScheduleTimer(deadline, this);
+  }
+  ~DeadlineTimer() {
+    if (id_ != 0) call_->conn_->loop_.CancelTimer(id_);
+  }
+  void OnTimer() override {
+    id_ = 0;
+    Call* call = call_;  // End() destroys this timer
+    call->End(absl::DeadlineExceededError("deadline exceeded"));
+    call->conn_->ResetStream(call, NGHTTP2_CANCEL);
+  }
+
+ private:
+  Call* call_;
+  uint64_t id_ = 0;
+};
+
+Call::Call(std::shared_ptr<Http2Connection> conn, uint32_t max_receive)
+    : conn_(std::move(conn)),
+      decoder_(max_receive),
+      read_event_(conn_->loop_),
+      write_event_(conn_->loop_) {}
+
+Call::~Call() {
+  if (!status_) End(absl::CancelledError("call destroyed before it ended"));
+  conn_->ResetStream(this, NGHTTP2_CANCEL);
+  conn_->ForgetCall(this);
+}
+
+void Call::End(absl::Status status) {
+  if (status_) return;
+  status_ = std::move(status);
+  deadline_.reset();
+  Wake();
+}
+
+void Call::Wake() {
+  read_event_.Set();
+  write_event_.Set();
+}
+
+Task<absl::Status> Call::Write(std::string message) {
+  if (status_) {
+    co_return status_->ok() ? absl::FailedPreconditionError("Write after the call ended")
+                            : *status_;
+  }
+  if (writes_done_) co_return absl::FailedPreconditionError("Write after WritesDone");
+  const auto& max = conn_->options_.max_send_message_size;
+  if (max && message.size() > *max) {
+    absl::Status s = absl::ResourceExhaustedError(absl::StrCat(
+        "sent message larger than max (", message.size(), " vs. ", *max, ")"));
+    End(s);
+    conn_->ResetStream(this, NGHTTP2_CANCEL);
+    co_return s;
+  }
+  AppendFramedMessage(out_, message);
+  if (data_deferred_) {
+    data_deferred_ = false;
+    nghttp2_session_resume_data(conn_->session_, stream_id_);
+  }
+  conn_->Flush();
+  while (!status_ && out_.size() - out_offset_ > kWriteHighWater) {
+    co_await write_event_.Wait();
+  }
+  if (status_ && !status_->ok()) co_return *status_;
+  co_return absl::OkStatus();
+}
+
+void Call::WritesDone() {
+  if (writes_done_ || status_) return;
+  writes_done_ = true;
+  if (data_deferred_) {
+    data_deferred_ = false;
+    nghttp2_session_resume_data(conn_->session_, stream_id_);
+  }
+  conn_->Flush();
+}
+
+Task<std::optional<std::string>> Call::Read() {
+  for (;;) {
+    if (status_ && !status_->ok()) co_return std::nullopt;
+    if (std::optional<std::string> m = decoder_.Next()) co_return m;
+    if (status_ || remote_closed_) co_return std::nullopt;
+    co_await read_event_.Wait();
+  }
+}
+
+Task<void> Call::WaitForInitialMetadata() {
+  while (!headers_received_ && !status_) co_await read_event_.Wait();
+}
+
+Task<absl::Status> Call::Finish() {
+  while (!status_) co_await read_event_.Wait();
+  co_return *status_;
+}
+
+void Call::Cancel() {
+  End(absl::CancelledError("cancelled by the client"));
+  conn_->ResetStream(this, NGHTTP2_CANCEL);
+}
+
+// ---- nghttp2 callbacks --------------------------------------------------------
+
+struct Http2Connection::Callbacks {
+  static Http2Connection* Conn(void* user_data) {
+    return static_cast<Http2Connection*>(user_data);
+  }
+  static Call* CallOf(nghttp2_session* s, int32_t stream_id) {
+    return static_cast<Call*>(nghttp2_session_get_stream_user_data(s, stream_id));
+  }
+
+  static int OnBeginHeaders(nghttp2_session* s, const nghttp2_frame* frame, void*) {
+    if (frame->hd.type != NGHTTP2_HEADERS) return 0;
+    Call* call = CallOf(s, frame->hd.stream_id);
+    if (call == nullptr) return 0;
+    // A block that ends the stream is trailers (or trailers-only).
+    call->in_trailers_ = frame->headers.cat == NGHTTP2_HCAT_HEADERS ||
+                         (frame->hd.flags & NGHTTP2_FLAG_END_STREAM);
+    call->header_bytes_ = 0;
+    return 0;
+  }
+
+  static int OnHeader(nghttp2_session* s, const nghttp2_frame* frame,
+                      const uint8_t* name, size_t namelen, const uint8_t* value,
+                      size_t valuelen, uint8_t, void* user_data) {
+    if (frame->hd.type != NGHTTP2_HEADERS) return 0;
+    Call* call = CallOf(s, frame->hd.stream_id);
+    if (call == nullptr || call->status_) return 0;
+    Http2Connection* conn = Conn(user_data);
+    call->header_bytes_ += namelen + valuelen + 32;
+    if (call->header_bytes_ > conn->options_.max_metadata_size) {
+      call->End(absl::ResourceExhaustedError(absl::StrCat(
+          "received metadata larger than the limit of ", conn->options_.max_metadata_size,
+          " bytes")));
+      return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;  // nghttp2 resets the stream
+    }
+    std::string_view k(reinterpret_cast<const char*>(name), namelen);
+    std::string_view v(reinterpret_cast<const char*>(value), valuelen);
+    if (k == ":status") {
+      int st = 0;
+      for (char c : v) st = (c >= '0' && c <= '9') ? st * 10 + (c - '0') : -1000;
+      call->http_status_ = st;
+    } else if (k == "grpc-status") {
+      call->grpc_status_ = std::string(v);
+    } else if (k == "grpc-message") {
+      call->grpc_message_ = PercentDecode(v);
+    } else if (k == "grpc-status-details-bin") {
+      absl::StatusOr<std::string> d = DecodeBinaryHeader(v);
+      if (d.ok()) call->details_ = std::move(*d);
+    } else if (!k.empty() && k[0] != ':' && k != "content-type" &&
+               k != "grpc-encoding" && k != "grpc-accept-encoding") {
+      std::string decoded(v);
+      if (IsBinaryHeader(k)) {
+        absl::StatusOr<std::string> d = DecodeBinaryHeader(v);
+        if (!d.ok()) {
+          call->End(absl::InternalError(absl::StrCat(
+              "malformed base64 in metadata \"", std::string(k), "\" from the server")));
+          return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+        }
+        decoded = std::move(*d);
+      }
+      (call->in_trailers_ ? call->trailing_metadata_ : call->initial_metadata_)
+          .emplace_back(std::string(k), std::move(decoded));
+    }
+    return 0;
+  }
+
+  static void FinishFromTrailers(Call* call) {
+    call->remote_closed_ = true;
+    call->headers_received_ = true;
+    if (call->decoder_.partial()) {
+      call->End(absl::InternalError("stream ended in the middle of a message"));
+      return;
+    }
+    if (call->grpc_status_) {
+      absl::StatusOr<absl::StatusCode> code = ParseGrpcStatus(*call->grpc_status_);
+      if (!code.ok()) {
+        call->End(code.status());
+        return;
+      }
+      call->End(absl::Status(*code, call->grpc_message_.value_or("")));
+      return;
+    }
+    if (call->http_status_ != 200 && call->http_status_ != 0) {
+      call->End(absl::Status(HttpStatusToGrpcCode(call->http_status_),
+                             absl::StrCat("HTTP status ", call->http_status_,
+                                          " with no grpc-status")));
+      return;
+    }
+    call->End(absl::InternalError("server ended the stream without grpc-status"));
+  }
+
+  static int OnFrameRecv(nghttp2_session* s, const nghttp2_frame* frame, void* user_data) {
+    Http2Connection* conn = Conn(user_data);
+    conn->OnFrameReceived();
+    switch (frame->hd.type) {
+      case NGHTTP2_SETTINGS:
+        if (!(frame->hd.flags & NGHTTP2_FLAG_ACK)) {
+          conn->settings_received_ = true;
+          conn->settings_event_.Set();
+        }
+        break;
+      case NGHTTP2_GOAWAY: {
+        conn->draining_ = true;
+        int32_t last = frame->goaway.last_stream_id;
+        std::vector<Call*> refused;
+        for (auto& [id, call] : conn->calls_) {
+          if (id > last) refused.push_back(call);
+        }
+        for (Call* call : refused) {
+          call->never_sent_ = true;
+          call->End(absl::UnavailableError(
+              "the server sent GOAWAY before processing this call (safe to retry)"));
+        }
+        break;
+      }
+      case NGHTTP2_HEADERS: {
+        Call* call = CallOf(s, frame->hd.stream_id);
+        if (call == nullptr || call->status_) break;
+        if (call->in_trailers_) {
+          FinishFromTrailers(call);
+        } else {
+          call->headers_received_ = true;
+          if (call->http_status_ != 200) {
+            call->End(absl::Status(HttpStatusToGrpcCode(call->http_status_),
+                                   absl::StrCat("HTTP status ", call->http_status_)));
+            conn->ResetStream(call, NGHTTP2_CANCEL);
+          }
+          call->read_event_.Set();
+        }
+        break;
+      }
+      case NGHTTP2_DATA: {
+        Call* call = CallOf(s, frame->hd.stream_id);
+        if (call != nullptr && !call->status_ && (frame->hd.flags & NGHTTP2_FLAG_END_STREAM)) {
+          call->remote_closed_ = true;
+          call->End(absl::InternalError(
+              "server ended the stream without trailers (no grpc-status)"));
+        }
+        break;
+      }
+      default:
+        break;
+    }
+    return 0;
+  }
+
+  static int OnDataChunk(nghttp2_session* s, uint8_t, int32_t stream_id,
+                         const uint8_t* data, size_t len, void* user_data) {
+    Call* call = CallOf(s, stream_id);
+    if (call == nullptr || call->status_) return 0;
+    call->decoder_.Feed(std::string_view(reinterpret_cast<const char*>(data), len));
+    if (!call->decoder_.error().ok()) {
+      call->End(call->decoder_.error());
+      Conn(user_data)->ResetStream(call, NGHTTP2_CANCEL);
+      return 0;
+    }
+    call->read_event_.Set();
+    return 0;
+  }
+
+  static int OnStreamClose(nghttp2_session* s, int32_t stream_id, uint32_t error_code,
+                           void*) {
+    Call* call = CallOf(s, stream_id);
+    if (call == nullptr) return 0;
+    if (!call->status_) {
+      if (error_code == NGHTTP2_REFUSED_STREAM) {
+        call->never_sent_ = true;
+        call->End(absl::UnavailableError("stream refused by the server (safe to retry)"));
+      } else if (error_code == NGHTTP2_CANCEL) {
+        call->End(absl::CancelledError("stream cancelled by the server"));
+      } else {
+        call->End(absl::InternalError(absl::StrCat(
+            "stream reset by the server: ", nghttp2_http2_strerror(error_code))));
+      }
+    }
+    nghttp2_session_set_stream_user_data(s, stream_id, nullptr);
+    call->stream_id_ = -call->stream_id_;  // closed: never reset again
+    return 0;
+  }
+
+  static int OnFrameSend(nghttp2_session*, const nghttp2_frame* frame, void* user_data) {
+    if (frame->hd.type == NGHTTP2_DATA || frame->hd.type == NGHTTP2_HEADERS) {
+      Conn(user_data)->pings_without_data_ = 0;
+    }
+    return 0;
+  }
+
+  static ssize_t ReadData(nghttp2_session* s, int32_t stream_id, uint8_t* buf,
+                          size_t length, uint32_t* flags, nghttp2_data_source*, void*) {
+    Call* call = CallOf(s, stream_id);
+    if (call == nullptr) {  // its Call is gone; the stream is being reset
+      *flags |= NGHTTP2_DATA_FLAG_EOF;
+      return 0;
+    }
+    size_t avail = call->out_.size() - call->out_offset_;
+    if (avail == 0) {
+      if (call->writes_done_) {
+        *flags |= NGHTTP2_DATA_FLAG_EOF;
+        return 0;
+      }
+      call->data_deferred_ = true;
+      return NGHTTP2_ERR_DEFERRED;
+    }
+    size_t n = std::min(length, avail);
+    std::memcpy(buf, call->out_.data() + call->out_offset_, n);
+    call->out_offset_ += n;
+    if (call->out_offset_ == call->out_.size()) {
+      call->out_.clear();
+      call->out_offset_ = 0;
+      if (call->writes_done_) *flags |= NGHTTP2_DATA_FLAG_EOF;
+    } else if (call->out_offset_ > (1u << 20)) {
+      call->out_.erase(0, call->out_offset_);
+      call->out_offset_ = 0;
+    }
+    if (call->out_.size() - call->out_offset_ <= kWriteHighWater) call->write_event_.Set();
+    return static_cast<ssize_t>(n);
+  }
+};
+
+// ---- keepalive ---------------------------------------------------------------
+
+class Http2Connection::KeepaliveTimer final : public pool::TimerCallback {
+ public:
+  explicit KeepaliveTimer(Http2Connection* conn) : conn_(conn) { SchedulePing(); }
+  ~KeepaliveTimer() {
+    if (id_ != 0) conn_->loop_.CancelTimer(id_);
+  }
+  // Any frame from the peer proves it alive.
+  void OnFrame() {
+    if (!watching_) return;
+    conn_->loop_.CancelTimer(id_);
+    SchedulePing();
+  }
+
+ private:
+  void SchedulePing() {
+    watching_ = false;
+    id_ = conn_->loop_.ScheduleTimer(conn_->loop_.Now() + *conn_->options_.keepalive_time,
+                                     this);
+  }
+  void OnTimer() override {
+    id_ = 0;
+    const ConnectionOptions& o = conn_->options_;
+    if (watching_) {
+      conn_->Close(absl::UnavailableError(absl::StrCat(
+          "keepalive timeout: no frame from the server within ", Ms(o.keepalive_timeout),
+          " of a PING")));
+      return;  // Close destroyed this timer
+    }
+    bool allowed = !conn_->calls_.empty() || o.keepalive_permit_without_calls;
+    if (allowed && (o.max_pings_without_data == 0 ||
+                    conn_->pings_without_data_ < o.max_pings_without_data)) {
+      nghttp2_submit_ping(conn_->session_, NGHTTP2_FLAG_NONE, nullptr);
+      ++conn_->stats_.pings_sent;
+      ++conn_->pings_without_data_;
+      conn_->Flush();
+      watching_ = true;
+      id_ = conn_->loop_.ScheduleTimer(conn_->loop_.Now() + o.keepalive_timeout, this);
+      return;
+    }
+    SchedulePing();
+  }
+
+  Http2Connection* conn_;
+  uint64_t id_ = 0;
+  bool watching_ = false;
+};
+
+// ---- connection --------------------------------------------------------------
+
+Http2Connection::Http2Connection(EventLoop& loop, Address address,
+                                 ConnectionOptions options, int fd)
+    : loop_(loop),
+      address_(address),
+      options_(std::move(options)),
+      fd_(fd),
+      flush_event_(loop),
+      settings_event_(loop) {}
+
+Http2Connection::~Http2Connection() {
+  keepalive_.reset();
+  reader_.Reset();  // cancels the receive in flight
+  writer_.Reset();
+  if (session_ != nullptr) nghttp2_session_del(session_);
+  loop_.Close(fd_);
+}
+
+absl::Status Http2Connection::InitSession() {
+  nghttp2_session_callbacks* cbs;
+  nghttp2_session_callbacks_new(&cbs);
+  nghttp2_session_callbacks_set_on_begin_headers_callback(cbs, Callbacks::OnBeginHeaders);
+  nghttp2_session_callbacks_set_on_header_callback(cbs, Callbacks::OnHeader);
+  nghttp2_session_callbacks_set_on_frame_recv_callback(cbs, Callbacks::OnFrameRecv);
+  nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs, Callbacks::OnDataChunk);
+  nghttp2_session_callbacks_set_on_stream_close_callback(cbs, Callbacks::OnStreamClose);
+  nghttp2_session_callbacks_set_on_frame_send_callback(cbs, Callbacks::OnFrameSend);
+  nghttp2_option* opt;
+  nghttp2_option_new(&opt);
+  nghttp2_option_set_no_closed_streams(opt, 1);
+  int rv = nghttp2_session_client_new2(&session_, cbs, this, opt);
+  nghttp2_option_del(opt);
+  nghttp2_session_callbacks_del(cbs);
+  if (rv != 0) {
+    return absl::InternalError(absl::StrCat("nghttp2_session_client_new2: ", nghttp2_strerror(rv)));
+  }
+  nghttp2_settings_entry iv[] = {
+      {NGHTTP2_SETTINGS_ENABLE_PUSH, 0},
+      {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, kStreamWindow},
+      {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, options_.max_metadata_size},
+  };
+  nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, iv, 3);
+  nghttp2_session_set_local_window_size(session_, NGHTTP2_FLAG_NONE, 0, kConnectionWindow);
+  return absl::OkStatus();
+}
+
+Task<absl::StatusOr<std::shared_ptr<Http2Connection>>> Http2Connection::Connect(
+    EventLoop& loop, Address address, ConnectionOptions options) {
+  const TimePoint start = loop.Now();
+  const std::string where = address.ToString();
+  int fd = ::socket(address.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) {
+    co_return absl::UnavailableError(
+        absl::StrCat("socket for ", where, ": ", std::strerror(errno)));
+  }
+  if (address.family() != AF_UNIX) {
+    int one = 1;
+    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  }
+  auto dial = [](EventLoop& loop, int fd, Address a) -> Task<int> {
+    runtime::IoResult r = co_await loop.Connect(fd, a.sockaddr_ptr(), a.len);
+    co_return r.res;
+  };
+  std::optional<int> res = co_await runtime::WithTimeout<int>(
+      loop, dial(loop, fd, address), options.connect_timeout);
+  if (!res || *res < 0) {
+    loop.Close(fd);
+    co_return absl::UnavailableError(
+        !res ? absl::StrCat("connect to ", where, " timed out after ",
+                            Ms(options.connect_timeout))
+             : absl::StrCat("connect to ", where, ": ", std::strerror(-*res)));
+  }
+  std::shared_ptr<Http2Connection> conn(
+      new Http2Connection(loop, address, std::move(options), fd));
+  if (absl::Status s = conn->InitSession(); !s.ok()) co_return s;
+  conn->reader_ = conn->ReadLoop();
+  conn->writer_ = conn->WriteLoop();
+  conn->reader_.handle().resume();
+  conn->writer_.handle().resume();
+  conn->Flush();
+
+  // The server's SETTINGS prove it speaks HTTP/2 (and end the backoff,
+  // gRPC's connection-backoff spec).
+  auto settings = [](Http2Connection* c) -> Task<int> {
+    while (!c->settings_received_ && c->closed_.ok()) co_await c->settings_event_.Wait();
+    co_return 0;
+  };
+  Duration left = conn->options_.connect_timeout - (loop.Now() - start);
+  std::optional<int> got = co_await runtime::WithTimeout<int>(
+      loop, settings(conn.get()), std::max(left, Duration(std::chrono::milliseconds(1))));
+  if (!conn->closed_.ok()) co_return conn->closed_;
+  if (!got) {
+    absl::Status s = absl::UnavailableError(absl::StrCat(
+        "no HTTP/2 SETTINGS from ", where, " within ",
+        Ms(conn->options_.connect_timeout), " (is it an HTTP/2 server?)"));
+    conn->Close(s);
+    co_return s;
+  }
+  if (conn->options_.keepalive_time) {
+    conn->keepalive_ = std::make_unique<KeepaliveTimer>(conn.get());
+  }
+  co_return conn;
+}
+
+Task<void> Http2Connection::ReadLoop() {
+  std::vector<uint8_t> buf(64 << 10);
+  for (;;) {
+    runtime::IoResult r = co_await loop_.Recv(fd_, std::move(buf));
+    if (r.res <= 0) {
+      Close(absl::UnavailableError(
+          r.res == 0 ? absl::StrCat("connection to ", address_.ToString(), " closed by the server")
+                     : absl::StrCat("recv from ", address_.ToString(), ": ",
+                                    std::strerror(-r.res))));
+      co_return;
+    }
+    ssize_t rv = nghttp2_session_mem_recv(session_, r.buf.data(), r.res);
+    buf = std::move(r.buf);
+    if (rv < 0) {
+      Close(absl::UnavailableError(absl::StrCat("HTTP/2 protocol error from ",
+                                                address_.ToString(), ": ",
+                                                nghttp2_strerror(static_cast<int>(rv)))));
+      co_return;
+    }
+    Flush();  // acks, window updates, resets
+  }
+}
+
+Task<void> Http2Connection::WriteLoop() {
+  std::vector<uint8_t> out;
+  for (;;) {
+    co_await flush_event_.Wait();
+    if (!closed_.ok()) continue;
+    out.clear();
+    for (;;) {
+      const uint8_t* data = nullptr;
+      ssize_t n = nghttp2_session_mem_send(session_, &data);
+      if (n < 0) {
+        Close(absl::InternalError(absl::StrCat("nghttp2_session_mem_send: ",
+                                               nghttp2_strerror(static_cast<int>(n)))));
+        break;
+      }
+      if (n == 0) break;
+      out.insert(out.end(), data, data + n);
+    }
+    size_t off = 0;
+    while (off < out.size() && closed_.ok()) {
+      runtime::IoResult r = co_await loop_.Send(fd_, std::move(out), off);
+      out = std::move(r.buf);
+      ++stats_.sends;
+      if (r.res < 0) {
+        Close(absl::UnavailableError(absl::StrCat("send to ", address_.ToString(), ": ",
+                                                  std::strerror(-r.res))));
+        break;
+      }
+      off += r.res;
+    }
+  }
+}
+
+void Http2Connection::OnFrameReceived() {
+  ++stats_.frames_received;
+  if (keepalive_) keepalive_->OnFrame();
+}
+
+uint32_t Http2Connection::max_concurrent_streams() const {
+  uint32_t peer = session_ ? nghttp2_session_get_remote_settings(
+                                 session_, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS)
+                           : 100;
+  return std::min(peer, options_.max_concurrent_streams);
+}
+
+absl::StatusOr<std::unique_ptr<Call>> Http2Connection::StartCall(CallOptions options) {
+  if (!closed_.ok()) {
+    return absl::UnavailableError(absl::StrCat("connection closed: ", closed_.message()));
+  }
+  if (draining_) {
+    return absl::UnavailableError("connection is draining after GOAWAY: no new calls");
+  }
+  if (calls_.size() >= max_concurrent_streams()) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "connection at its stream limit (", max_concurrent_streams(), ")"));
+  }
+  if (options.path.empty() || options.path[0] != '/') {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "method path \"", options.path, "\" must look like /package.Service/Method"));
+  }
+  if (absl::Status s = ValidateMetadata(options.metadata); !s.ok()) return s;
+
+  std::string timeout;
+  std::vector<nghttp2_nv> nva = {
+      Header(":method", "POST"),
+      Header(":scheme", options_.scheme),
+      Header(":path", options.path),
+      Header(":authority", options_.authority),
+      Header("te", "trailers"),
+      Header("content-type", "application/grpc"),
+      Header("user-agent", options_.user_agent),
+  };
+  if (options.deadline) {
+    timeout = EncodeGrpcTimeout(*options.deadline - loop_.Now());
+    nva.push_back(Header("grpc-timeout", timeout));
+  }
+  std::vector<std::string> encoded;  // keeps base64 values alive for submit
+  encoded.reserve(options.metadata.size());
+  for (const auto& [k, v] : options.metadata) {
+    if (IsBinaryHeader(k)) {
+      encoded.push_back(EncodeBinaryHeader(v));
+      nva.push_back(Header(k, encoded.back()));
+    } else {
+      nva.push_back(Header(k, v));
+    }
+  }
+
+  std::unique_ptr<Call> call(new Call(shared_from_this(), options_.max_receive_message_size));
+  nghttp2_data_provider provider;
+  provider.source.ptr = call.get();
+  provider.read_callback = Callbacks::ReadData;
+  int32_t id = nghttp2_submit_request(session_, nullptr, nva.data(), nva.size(), &provider,
+                                      call.get());
+  if (id < 0) {
+    call->stream_id_ = 0;
+    call->End(absl::InternalError(absl::StrCat("nghttp2_submit_request: ", nghttp2_strerror(id))));
+    return call->status_.value();
+  }
+  call->stream_id_ = id;
+  calls_.emplace(id, call.get());
+  ++stats_.streams_started;
+  if (options.deadline) {
+    if (*options.deadline <= loop_.Now()) {
+      call->End(absl::DeadlineExceededError("deadline exceeded before the call started"));
+      ResetStream(call.get(), NGHTTP2_CANCEL);
+    } else {
+      call->deadline_ = std::make_unique<Call::DeadlineTimer>(call.get(), *options.deadline);
+    }
+  }
+  Flush();
+  return call;
+}
+
+void Http2Connection::ResetStream(Call* call, uint32_t error_code) {
+  int32_t id = call->stream_id_;
+  if (id <= 0 || session_ == nullptr) return;
+  if (nghttp2_session_find_stream(session_, id) != nullptr) {
+    nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, id, error_code);
+    Flush();
+  }
+}
+
+void Http2Connection::ForgetCall(Call* call) {
+  int32_t id = call->stream_id_ < 0 ? -call->stream_id_ : call->stream_id_;
+  if (id == 0) return;
+  calls_.erase(id);
+  if (session_ != nullptr && nghttp2_session_find_stream(session_, id) != nullptr) {
+    nghttp2_session_set_stream_user_data(session_, id, nullptr);
+  }
+}
+
+void Http2Connection::Close(absl::Status reason) {
+  if (!closed_.ok()) return;
+  closed_ = std::move(reason);
+  keepalive_.reset();
+  std::vector<Call*> calls;
+  for (auto& [id, call] : calls_) calls.push_back(call);
+  for (Call* call : calls) call->End(closed_);
+  ::shutdown(fd_, SHUT_RDWR);
+  settings_event_.Set();
+}
+
+}  // namespace ringrpc::transport

@@ -1,0 +1,217 @@
+// client/transport/http2_connection.h — one HTTP/2 connection speaking
+// gRPC, owned by one completion-queue thread.
+//
+// The connection is its own single owner loop (seeds/004): on its CQ thread
+// it reads, writes, runs the nghttp2 session (framing, HPACK, flow control),
+// its keepalive and liveness timers, and the calls' deadlines. nghttp2 is
+// driven with mem_recv/mem_send only; every frame pending after a loop pass
+// goes out in one send. Its lifetime belongs to whoever holds it (the
+// subchannel's pool, later), never to a call: calls hold a reference.
+//
+// Threading: everything on the connection's loop thread. Never shared.
+//
+//   auto conn = co_await Http2Connection::Connect(loop, addr, options);
+//   auto call = (*conn)->StartCall({.path = "/pkg.Svc/Method"});
+//   co_await (*call)->Write(request_bytes);
+//   (*call)->WritesDone();
+//   std::optional<std::string> reply = co_await (*call)->Read();
+//   absl::Status status = co_await (*call)->Finish();
+#ifndef RINGRPC_CLIENT_TRANSPORT_HTTP2_CONNECTION_H_
+#define RINGRPC_CLIENT_TRANSPORT_HTTP2_CONNECTION_H_
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "client/runtime/event_loop.h"
+#include "client/runtime/loop_event.h"
+#include "client/transport/address.h"
+#include "client/transport/grpc_wire.h"
+
+struct nghttp2_session;
+
+namespace ringrpc::transport {
+
+using runtime::EventLoop;
+using runtime::LoopEvent;
+using pool::Task;
+using pool::TimePoint;
+
+// Metadata as the application sees it: -bin values decoded.
+using Metadata = std::vector<std::pair<std::string, std::string>>;
+
+struct ConnectionOptions {
+  std::string authority = "localhost";
+  std::string scheme = "http";
+  std::string user_agent = "ringrpc/0.1";
+  Duration connect_timeout = std::chrono::seconds(20);
+  uint32_t max_receive_message_size = 4u << 20;
+  std::optional<uint32_t> max_send_message_size;  // unset: unlimited
+  uint32_t max_metadata_size = 16u << 10;  // received header list, per block
+  uint32_t max_concurrent_streams = 100;   // our cap; the peer may lower it
+  // Keepalive (gRPC keepalive.md). Unset time: no keepalive PINGs.
+  std::optional<Duration> keepalive_time;
+  Duration keepalive_timeout = std::chrono::seconds(20);
+  bool keepalive_permit_without_calls = false;
+  int max_pings_without_data = 2;  // 0: no limit
+};
+
+struct ConnectionStats {
+  uint64_t pings_sent = 0;
+  uint64_t frames_received = 0;
+  uint64_t sends = 0;  // socket writes
+  uint64_t streams_started = 0;
+};
+
+class Http2Connection;
+
+// One RPC (one HTTP/2 stream). Ends exactly once with a status. Destroying
+// an unfinished call cancels it (RST_STREAM CANCEL).
+class Call {
+ public:
+  ~Call();
+  Call(const Call&) = delete;
+  Call& operator=(const Call&) = delete;
+
+  // Queues one message. Waits while more than 1 MiB is queued unsent. An
+  // ended call returns its status; a message over max_send_message_size
+  // ends the call RESOURCE_EXHAUSTED.
+  Task<absl::Status> Write(std::string message);
+  // Half-closes: no more messages from the client.
+  void WritesDone();
+  // The next message; nullopt once the server has ended the stream (or the
+  // call ended): then Finish() has the status.
+  Task<std::optional<std::string>> Read();
+  // Waits for the initial metadata (or the end of the call).
+  Task<void> WaitForInitialMetadata();
+  // Waits for the end of the call and returns its status.
+  Task<absl::Status> Finish();
+  // Ends the call CANCELLED and resets the stream (idempotent).
+  void Cancel();
+
+  bool finished() const { return status_.has_value(); }
+  const Metadata& initial_metadata() const { return initial_metadata_; }
+  const Metadata& trailing_metadata() const { return trailing_metadata_; }
+  // grpc-status-details-bin, raw, if the server sent it.
+  const std::optional<std::string>& status_details() const { return details_; }
+  // True when the server never saw this call (GOAWAY above it, or
+  // REFUSED_STREAM): safe to retry elsewhere.
+  bool never_sent() const { return never_sent_; }
+  int32_t stream_id() const { return stream_id_; }
+
+ private:
+  friend class Http2Connection;
+  Call(std::shared_ptr<Http2Connection> conn, uint32_t max_receive);
+
+  // First status wins; wakes everyone waiting.
+  void End(absl::Status status);
+  void Wake();
+
+  std::shared_ptr<Http2Connection> conn_;
+  int32_t stream_id_ = -1;
+  // Outgoing framed bytes not yet taken by nghttp2.
+  std::string out_;
+  size_t out_offset_ = 0;
+  bool writes_done_ = false;
+  bool data_deferred_ = false;
+  // Incoming.
+  MessageDecoder decoder_;
+  bool headers_received_ = false;
+  bool in_trailers_ = false;
+  bool remote_closed_ = false;
+  int http_status_ = 0;
+  std::optional<std::string> grpc_status_;
+  std::optional<std::string> grpc_message_;
+  std::optional<std::string> details_;
+  size_t header_bytes_ = 0;
+  Metadata initial_metadata_;
+  Metadata trailing_metadata_;
+  std::optional<absl::Status> status_;
+  bool never_sent_ = false;
+  // Deadline.
+  class DeadlineTimer;
+  std::unique_ptr<DeadlineTimer> deadline_;
+  // Wake-ups: one reader-side and one writer-side waiter.
+  LoopEvent read_event_;
+  LoopEvent write_event_;
+};
+
+class Http2Connection : public std::enable_shared_from_this<Http2Connection> {
+ public:
+  // Dials `address`, sends the preface and SETTINGS, and waits for the
+  // server's SETTINGS, all within options.connect_timeout. UNAVAILABLE
+  // (refused, timed out, not HTTP/2) or DEADLINE_EXCEEDED, with the cause.
+  static Task<absl::StatusOr<std::shared_ptr<Http2Connection>>> Connect(
+      EventLoop& loop, Address address, ConnectionOptions options);
+
+  ~Http2Connection();
+  Http2Connection(const Http2Connection&) = delete;
+  Http2Connection& operator=(const Http2Connection&) = delete;
+
+  struct CallOptions {
+    std::string path;  // "/package.Service/Method"
+    std::optional<TimePoint> deadline;
+    Metadata metadata;  // -bin values raw; encoded on the wire
+  };
+  // Opens a stream and sends the request headers. UNAVAILABLE if the
+  // connection is closed or draining (GOAWAY), RESOURCE_EXHAUSTED at the
+  // stream limit, INVALID_ARGUMENT for bad metadata.
+  absl::StatusOr<std::unique_ptr<Call>> StartCall(CallOptions options);
+
+  // New streams are allowed (open, no GOAWAY).
+  bool accepting_streams() const { return closed_.ok() && !draining_; }
+  // Why it closed (OK while open).
+  const absl::Status& close_reason() const { return closed_; }
+  // Concurrent streams allowed: the peer's MAX_CONCURRENT_STREAMS capped by
+  // options.max_concurrent_streams. The pool slot's capacity.
+  uint32_t max_concurrent_streams() const;
+  size_t active_calls() const { return calls_.size(); }
+  const ConnectionStats& stats() const { return stats_; }
+  const Address& address() const { return address_; }
+
+  // Fails every call UNAVAILABLE with `reason` and shuts the socket.
+  void Close(absl::Status reason);
+
+ private:
+  friend class Call;
+  struct Callbacks;
+  class KeepaliveTimer;
+
+  Http2Connection(EventLoop& loop, Address address, ConnectionOptions options, int fd);
+  absl::Status InitSession();
+  Task<void> ReadLoop();
+  Task<void> WriteLoop();
+  void Flush() { flush_event_.Set(); }
+  void OnFrameReceived();
+  void ForgetCall(Call* call);
+  void ResetStream(Call* call, uint32_t error_code);
+  void ScheduleKeepalive();
+
+  EventLoop& loop_;
+  Address address_;
+  ConnectionOptions options_;
+  int fd_;
+  nghttp2_session* session_ = nullptr;
+  std::unordered_map<int32_t, Call*> calls_;
+  absl::Status closed_;
+  bool draining_ = false;
+  bool settings_received_ = false;
+  ConnectionStats stats_;
+  int pings_without_data_ = 0;
+  LoopEvent flush_event_;
+  LoopEvent settings_event_;
+  std::unique_ptr<KeepaliveTimer> keepalive_;
+  Task<void> reader_;
+  Task<void> writer_;
+};
+
+}  // namespace ringrpc::transport
+
+#endif  // RINGRPC_CLIENT_TRANSPORT_HTTP2_CONNECTION_H_

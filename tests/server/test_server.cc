@@ -1,0 +1,171 @@
+// A grpc++ 1.51 server (Debian's libgrpc++) for ringrpc's tests, run as its
+// own process so tests can kill, stop and restart it, and so no grpc++ code
+// runs inside a TSAN test process.
+//
+// Usage: test_server --listen=127.0.0.1:0 | --listen=unix:/path
+// Prints "LISTENING <port>" (0 for unix sockets) once serving. SIGTERM
+// shuts down gracefully (GOAWAY; in-flight calls get 5 s to finish).
+#include <grpcpp/grpcpp.h>
+#include <signal.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <thread>
+
+#include "tests/proto/echo_test.grpc.pb.h"
+
+namespace {
+
+using grpc::ServerContext;
+using grpc::Status;
+using ringrpc::test::EchoRequest;
+using ringrpc::test::EchoResponse;
+
+std::atomic<int64_t> cancelled{0};
+std::atomic<int64_t> calls{0};
+
+// Sleeps `ms`, waking early if the call is cancelled. False if cancelled.
+bool SleepWatching(ServerContext* ctx, int ms) {
+  auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+  while (std::chrono::steady_clock::now() < end) {
+    if (ctx->IsCancelled()) {
+      cancelled.fetch_add(1);
+      return false;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  return true;
+}
+
+// x-echo-* request metadata comes back as initial metadata, x-trailer-* as
+// trailing metadata.
+void EchoMetadata(ServerContext* ctx) {
+  for (const auto& [k, v] : ctx->client_metadata()) {
+    std::string key(k.data(), k.size()), value(v.data(), v.size());
+    if (key.rfind("x-echo-", 0) == 0) ctx->AddInitialMetadata(key, value);
+    if (key.rfind("x-trailer-", 0) == 0) ctx->AddTrailingMetadata(key, value);
+  }
+}
+
+class Service final : public ringrpc::test::TestService::Service {
+  Status Unary(ServerContext* ctx, const EchoRequest* req, EchoResponse* resp) override {
+    calls.fetch_add(1);
+    EchoMetadata(ctx);
+    if (req->sleep_ms() > 0 && !SleepWatching(ctx, req->sleep_ms())) {
+      return Status(grpc::StatusCode::CANCELLED, "cancelled");
+    }
+    if (req->status_code() != 0) {
+      return Status(static_cast<grpc::StatusCode>(req->status_code()), req->status_message());
+    }
+    if (req->response_size() > 0) {
+      resp->set_payload(std::string(req->response_size(), 'r'));
+    } else {
+      resp->set_payload(req->payload());
+    }
+    return Status::OK;
+  }
+
+  Status ServerStream(ServerContext* ctx, const EchoRequest* req,
+                      grpc::ServerWriter<EchoResponse>* writer) override {
+    calls.fetch_add(1);
+    EchoMetadata(ctx);
+    EchoResponse resp;
+    resp.set_payload(std::string(req->response_size(), 's'));
+    for (int i = 0; i < req->count(); ++i) {
+      if (req->interval_ms() > 0 && !SleepWatching(ctx, req->interval_ms())) {
+        return Status(grpc::StatusCode::CANCELLED, "cancelled");
+      }
+      if (ctx->IsCancelled()) {
+        cancelled.fetch_add(1);
+        return Status(grpc::StatusCode::CANCELLED, "cancelled");
+      }
+      resp.set_count(i);
+      if (!writer->Write(resp)) break;
+    }
+    if (req->status_code() != 0) {
+      return Status(static_cast<grpc::StatusCode>(req->status_code()), req->status_message());
+    }
+    return Status::OK;
+  }
+
+  Status ClientStream(ServerContext* ctx, grpc::ServerReader<EchoRequest>* reader,
+                      EchoResponse* resp) override {
+    calls.fetch_add(1);
+    EchoMetadata(ctx);
+    EchoRequest req;
+    int count = 0;
+    int64_t bytes = 0;
+    while (reader->Read(&req)) {
+      ++count;
+      bytes += req.payload().size();
+    }
+    if (ctx->IsCancelled()) cancelled.fetch_add(1);
+    resp->set_count(count);
+    resp->set_total_bytes(bytes);
+    return Status::OK;
+  }
+
+  Status Bidi(ServerContext* ctx,
+              grpc::ServerReaderWriter<EchoResponse, EchoRequest>* stream) override {
+    calls.fetch_add(1);
+    EchoMetadata(ctx);
+    EchoRequest req;
+    int count = 0;
+    while (stream->Read(&req)) {
+      EchoResponse resp;
+      resp.set_payload(req.payload());
+      resp.set_count(count++);
+      if (!stream->Write(resp)) break;
+    }
+    if (ctx->IsCancelled()) cancelled.fetch_add(1);
+    return Status::OK;
+  }
+
+  Status Stats(ServerContext*, const ringrpc::test::StatsRequest*,
+               ringrpc::test::StatsResponse* resp) override {
+    resp->set_cancelled(cancelled.load());
+    resp->set_calls(calls.load());
+    return Status::OK;
+  }
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string listen = "127.0.0.1:0";
+  for (int i = 1; i < argc; ++i) {
+    if (std::strncmp(argv[i], "--listen=", 9) == 0) listen = argv[i] + 9;
+  }
+  // SIGTERM is taken by a thread below, not by default action.
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+
+  Service service;
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &port);
+  builder.SetMaxReceiveMessageSize(64 << 20);
+  builder.SetMaxSendMessageSize(64 << 20);
+  builder.RegisterService(&service);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (!server) {
+    std::fprintf(stderr, "test_server: cannot listen on %s\n", listen.c_str());
+    return 1;
+  }
+  std::printf("LISTENING %d\n", port);
+  std::fflush(stdout);
+
+  std::thread terminator([&] {
+    int sig = 0;
+    sigwait(&set, &sig);
+    server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  });
+  server->Wait();
+  terminator.join();
+  return 0;
+}
