@@ -224,8 +224,9 @@ struct Http2Connection::Callbacks {
       if (IsBinaryHeader(k)) {
         absl::StatusOr<std::string> d = DecodeBinaryHeader(v);
         if (!d.ok()) {
-          call->End(absl::InternalError(absl::StrCat(
-              "malformed base64 in metadata \"", std::string(k), "\" from the server")));
+          Violation(call, absl::InternalError(absl::StrCat(
+                              "malformed base64 in metadata \"", std::string(k),
+                              "\" from the server")));
           return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
         }
         decoded = std::move(*d);
@@ -236,17 +237,24 @@ struct Http2Connection::Callbacks {
     return 0;
   }
 
+  // A server that breaks the gRPC protocol gets no new calls on this
+  // connection; the calls it has finish.
+  static void Violation(Call* call, absl::Status status) {
+    call->conn_->Distrust(status);
+    call->End(std::move(status));
+  }
+
   static void FinishFromTrailers(Call* call) {
     call->remote_closed_ = true;
     call->headers_received_ = true;
     if (call->decoder_.partial()) {
-      call->End(absl::InternalError("stream ended in the middle of a message"));
+      Violation(call, absl::InternalError("stream ended in the middle of a message"));
       return;
     }
     if (call->grpc_status_) {
       absl::StatusOr<absl::StatusCode> code = ParseGrpcStatus(*call->grpc_status_);
       if (!code.ok()) {
-        call->End(code.status());
+        Violation(call, code.status());
         return;
       }
       call->End(absl::Status(*code, call->grpc_message_.value_or("")));
@@ -258,7 +266,7 @@ struct Http2Connection::Callbacks {
                                           " with no grpc-status")));
       return;
     }
-    call->End(absl::InternalError("server ended the stream without grpc-status"));
+    Violation(call, absl::InternalError("server ended the stream without grpc-status"));
   }
 
   static int OnFrameRecv(nghttp2_session* s, const nghttp2_frame* frame, void* user_data) {
@@ -305,8 +313,8 @@ struct Http2Connection::Callbacks {
         Call* call = CallOf(s, frame->hd.stream_id);
         if (call != nullptr && !call->status_ && (frame->hd.flags & NGHTTP2_FLAG_END_STREAM)) {
           call->remote_closed_ = true;
-          call->End(absl::InternalError(
-              "server ended the stream without trailers (no grpc-status)"));
+          Violation(call, absl::InternalError(
+                              "server ended the stream without trailers (no grpc-status)"));
         }
         break;
       }
@@ -322,7 +330,13 @@ struct Http2Connection::Callbacks {
     if (call == nullptr || call->status_) return 0;
     call->decoder_.Feed(std::string_view(reinterpret_cast<const char*>(data), len));
     if (!call->decoder_.error().ok()) {
-      call->End(call->decoder_.error());
+      const absl::Status& e = call->decoder_.error();
+      // Over our own limit is not the server's fault; bad framing is.
+      if (e.code() == absl::StatusCode::kInternal) {
+        Violation(call, e);
+      } else {
+        call->End(e);
+      }
       Conn(user_data)->ResetStream(call, NGHTTP2_CANCEL);
       return 0;
     }
@@ -350,9 +364,24 @@ struct Http2Connection::Callbacks {
     return 0;
   }
 
+  // nghttp2 explains what it found wrong before it ends the session.
+  static int OnError(nghttp2_session*, int, const char* msg, size_t len, void* user_data) {
+    Conn(user_data)->last_protocol_error_.assign(msg, len);
+    return 0;
+  }
+
   static int OnFrameSend(nghttp2_session*, const nghttp2_frame* frame, void* user_data) {
+    Http2Connection* conn = Conn(user_data);
     if (frame->hd.type == NGHTTP2_DATA || frame->hd.type == NGHTTP2_HEADERS) {
-      Conn(user_data)->pings_without_data_ = 0;
+      conn->pings_without_data_ = 0;
+    } else if (frame->hd.type == NGHTTP2_GOAWAY && frame->goaway.error_code != NGHTTP2_NO_ERROR) {
+      // nghttp2 found a connection error in what the server sent and ended
+      // the session with this GOAWAY; the write loop closes once it is out.
+      conn->local_goaway_ = absl::UnavailableError(absl::StrCat(
+          "HTTP/2 protocol error from ", conn->address_.ToString(), ": ",
+          nghttp2_http2_strerror(frame->goaway.error_code),
+          conn->last_protocol_error_.empty() ? "" : " (",
+          conn->last_protocol_error_, conn->last_protocol_error_.empty() ? "" : ")"));
     }
     return 0;
   }
@@ -466,6 +495,7 @@ absl::Status Http2Connection::InitSession() {
   nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs, Callbacks::OnDataChunk);
   nghttp2_session_callbacks_set_on_stream_close_callback(cbs, Callbacks::OnStreamClose);
   nghttp2_session_callbacks_set_on_frame_send_callback(cbs, Callbacks::OnFrameSend);
+  nghttp2_session_callbacks_set_error_callback2(cbs, Callbacks::OnError);
   nghttp2_option* opt;
   nghttp2_option_new(&opt);
   nghttp2_option_set_no_closed_streams(opt, 1);
@@ -511,14 +541,10 @@ Task<absl::StatusOr<std::shared_ptr<Http2Connection>>> Http2Connection::Connect(
                             Ms(options.connect_timeout))
              : absl::StrCat("connect to ", where, ": ", std::strerror(-*res)));
   }
-  std::shared_ptr<Http2Connection> conn(
-      new Http2Connection(loop, address, std::move(options), fd));
-  if (absl::Status s = conn->InitSession(); !s.ok()) co_return s;
-  conn->reader_ = conn->ReadLoop();
-  conn->writer_ = conn->WriteLoop();
-  conn->reader_.handle().resume();
-  conn->writer_.handle().resume();
-  conn->Flush();
+  absl::StatusOr<std::shared_ptr<Http2Connection>> adopted =
+      Adopt(loop, fd, address, std::move(options));
+  if (!adopted.ok()) co_return adopted.status();
+  std::shared_ptr<Http2Connection> conn = std::move(*adopted);
 
   // The server's SETTINGS prove it speaks HTTP/2 (and end the backoff,
   // gRPC's connection-backoff spec).
@@ -543,6 +569,25 @@ Task<absl::StatusOr<std::shared_ptr<Http2Connection>>> Http2Connection::Connect(
   co_return conn;
 }
 
+absl::StatusOr<std::shared_ptr<Http2Connection>> Http2Connection::Adopt(
+    EventLoop& loop, int fd, Address address, ConnectionOptions options) {
+  std::shared_ptr<Http2Connection> conn(
+      new Http2Connection(loop, address, std::move(options), fd));
+  if (absl::Status s = conn->InitSession(); !s.ok()) return s;
+  conn->reader_ = conn->ReadLoop();
+  conn->writer_ = conn->WriteLoop();
+  conn->reader_.handle().resume();
+  conn->writer_.handle().resume();
+  conn->Flush();
+  return conn;
+}
+
+void Http2Connection::Distrust(const absl::Status& why) {
+  if (draining_) return;
+  draining_ = true;
+  distrust_reason_ = why;
+}
+
 Task<void> Http2Connection::ReadLoop() {
   std::vector<uint8_t> buf(64 << 10);
   for (;;) {
@@ -554,12 +599,37 @@ Task<void> Http2Connection::ReadLoop() {
                                     std::strerror(-r.res))));
       co_return;
     }
+    if (preface_.size() < 9) {
+      // nghttp2 skips frames of unknown type whatever their length, so a
+      // non-HTTP/2 peer ("HTTP/1.1 400 ...") would look like one endless
+      // frame. The server's preface must start with a SETTINGS frame.
+      preface_.append(reinterpret_cast<const char*>(r.buf.data()),
+                      std::min<size_t>(9 - preface_.size(), r.res));
+      if (preface_.size() == 9 && (preface_[3] != 4 || (preface_[4] & 1) != 0 ||
+                                   (preface_[5] | preface_[6] | preface_[7] | preface_[8]) != 0)) {
+        std::string shown;
+        for (char c : preface_) shown.push_back(c >= 0x20 && c < 0x7f ? c : '.');
+        Close(absl::UnavailableError(absl::StrCat(
+            "HTTP/2 protocol error from ", address_.ToString(),
+            ": the server did not start with SETTINGS (it sent \"", shown,
+            "...\"; not an HTTP/2 server?)")));
+        co_return;
+      }
+    }
     ssize_t rv = nghttp2_session_mem_recv(session_, r.buf.data(), r.res);
     buf = std::move(r.buf);
     if (rv < 0) {
       Close(absl::UnavailableError(absl::StrCat("HTTP/2 protocol error from ",
                                                 address_.ToString(), ": ",
                                                 nghttp2_strerror(static_cast<int>(rv)))));
+      co_return;
+    }
+    if (!nghttp2_session_want_read(session_)) {
+      // nghttp2 found a connection error and ended the session (its GOAWAY
+      // is queued): the server broke HTTP/2.
+      Close(absl::UnavailableError(absl::StrCat(
+          "HTTP/2 protocol error from ", address_.ToString(), ": ",
+          last_protocol_error_.empty() ? "session terminated" : last_protocol_error_)));
       co_return;
     }
     Flush();  // acks, window updates, resets
@@ -595,6 +665,7 @@ Task<void> Http2Connection::WriteLoop() {
       }
       off += r.res;
     }
+    if (!local_goaway_.ok()) Close(local_goaway_);
   }
 }
 
@@ -615,7 +686,11 @@ absl::StatusOr<std::unique_ptr<Call>> Http2Connection::StartCall(CallOptions opt
     return absl::UnavailableError(absl::StrCat("connection closed: ", closed_.message()));
   }
   if (draining_) {
-    return absl::UnavailableError("connection is draining after GOAWAY: no new calls");
+    return absl::UnavailableError(
+        distrust_reason_.ok()
+            ? std::string("connection is draining after GOAWAY: no new calls")
+            : absl::StrCat("connection retired after a protocol violation by the server: ",
+                           distrust_reason_.message()));
   }
   if (calls_.size() >= max_concurrent_streams()) {
     return absl::ResourceExhaustedError(absl::StrCat(

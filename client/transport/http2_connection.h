@@ -151,6 +151,11 @@ class Http2Connection : public std::enable_shared_from_this<Http2Connection> {
   static Task<absl::StatusOr<std::shared_ptr<Http2Connection>>> Connect(
       EventLoop& loop, Address address, ConnectionOptions options);
 
+  // Runs the connection over `fd`, an already connected non-blocking
+  // socket (tests, fuzzing, and later TLS). Does not wait for SETTINGS.
+  static absl::StatusOr<std::shared_ptr<Http2Connection>> Adopt(
+      EventLoop& loop, int fd, Address address, ConnectionOptions options);
+
   ~Http2Connection();
   Http2Connection(const Http2Connection&) = delete;
   Http2Connection& operator=(const Http2Connection&) = delete;
@@ -165,7 +170,7 @@ class Http2Connection : public std::enable_shared_from_this<Http2Connection> {
   // stream limit, INVALID_ARGUMENT for bad metadata.
   absl::StatusOr<std::unique_ptr<Call>> StartCall(CallOptions options);
 
-  // New streams are allowed (open, no GOAWAY).
+  // New streams are allowed (open, no GOAWAY, no protocol violation).
   bool accepting_streams() const { return closed_.ok() && !draining_; }
   // Why it closed (OK while open).
   const absl::Status& close_reason() const { return closed_; }
@@ -192,7 +197,8 @@ class Http2Connection : public std::enable_shared_from_this<Http2Connection> {
   void OnFrameReceived();
   void ForgetCall(Call* call);
   void ResetStream(Call* call, uint32_t error_code);
-  void ScheduleKeepalive();
+  // Stops new calls after the server broke the gRPC protocol on a stream.
+  void Distrust(const absl::Status& why);
 
   EventLoop& loop_;
   Address address_;
@@ -202,6 +208,10 @@ class Http2Connection : public std::enable_shared_from_this<Http2Connection> {
   std::unordered_map<int32_t, Call*> calls_;
   absl::Status closed_;
   bool draining_ = false;
+  absl::Status distrust_reason_;
+  std::string last_protocol_error_;
+  absl::Status local_goaway_;  // set when nghttp2 ended the session
+  std::string preface_;  // the server's first 9 bytes, checked for SETTINGS
   bool settings_received_ = false;
   ConnectionStats stats_;
   int pings_without_data_ = 0;

@@ -1,0 +1,217 @@
+// Bad input from the server: each gives the call a clear status, retires
+// the connection where the server broke the protocol, and never crashes or
+// hangs (run under ASAN+UBSAN too).
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <chrono>
+#include <memory>
+
+#include "client/transport/http2_connection.h"
+#include "client/transport/testing/raw_server.h"
+
+namespace ringrpc::transport {
+namespace {
+
+using std::chrono::milliseconds;
+using ::testing::HasSubstr;
+using namespace testing;  // NOLINT: frame builders
+
+class BadServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override { loop_ = *EventLoop::Create(); }
+
+  template <typename T>
+  T Run(Task<T> task, Duration limit = std::chrono::seconds(10)) {
+    task.handle().resume();
+    auto end = pool::Clock::now() + limit;
+    while (!task.done()) {
+      if (pool::Clock::now() > end) {
+        ADD_FAILURE() << "hung: no status within the limit";
+        std::abort();
+      }
+      loop_->RunOnce(milliseconds(10));
+    }
+    return std::move(task.result());
+  }
+
+  // Connects a plain socket to `server` and adopts it, skipping the wait
+  // for SETTINGS, so the scripted bytes answer the call's stream 1.
+  std::shared_ptr<Http2Connection> Adopt(const RawServer& server, ConnectionOptions o = {}) {
+    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(server.port());
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+    ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
+    auto conn = Http2Connection::Adopt(*loop_, fd, *Address::Parse(server.address()), o);
+    EXPECT_TRUE(conn.ok()) << conn.status();
+    return *conn;
+  }
+
+  struct Outcome {
+    absl::Status status;
+    int messages = 0;
+  };
+  static Task<Outcome> OneCall(std::shared_ptr<Http2Connection> conn) {
+    Outcome out;
+    auto call = conn->StartCall({.path = "/x.Y/Z"});
+    if (!call.ok()) {
+      out.status = call.status();
+      co_return out;
+    }
+    co_await (*call)->Write("request");
+    (*call)->WritesDone();
+    while (co_await (*call)->Read()) ++out.messages;
+    out.status = co_await (*call)->Finish();
+    co_return out;
+  }
+
+  Outcome Scripted(std::string script, bool expect_retired, ConnectionOptions o = {}) {
+    RawServer server(std::move(script));
+    auto conn = Adopt(server, o);
+    Outcome out = Run(OneCall(conn));
+    if (expect_retired) {
+      EXPECT_FALSE(conn->accepting_streams()) << "connection not retired after: " << out.status;
+    }
+    return out;
+  }
+
+  std::unique_ptr<EventLoop> loop_;
+};
+
+TEST_F(BadServerTest, NotHttp2AtAllFailsTheConnect) {
+  RawServer server("HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n");
+  ConnectionOptions o;
+  o.connect_timeout = std::chrono::seconds(3);
+  auto t = Http2Connection::Connect(*loop_, *Address::Parse(server.address()), o);
+  absl::StatusOr<std::shared_ptr<Http2Connection>> c = Run(std::move(t));
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(std::string(c.status().message()), HasSubstr("protocol error"));
+}
+
+TEST_F(BadServerTest, MalformedSettingsFailsTheConnect) {
+  RawServer server(Frame(kSettings, 0, 0, "12345"));  // not a multiple of 6
+  auto t = Http2Connection::Connect(*loop_, *Address::Parse(server.address()), {});
+  absl::StatusOr<std::shared_ptr<Http2Connection>> c = Run(std::move(t));
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), absl::StatusCode::kUnavailable);
+}
+
+TEST_F(BadServerTest, SilentServerTimesOutTheConnectWithTheReason) {
+  RawServer server("");  // accepts, never speaks
+  ConnectionOptions o;
+  o.connect_timeout = milliseconds(300);
+  auto t = Http2Connection::Connect(*loop_, *Address::Parse(server.address()), o);
+  absl::StatusOr<std::shared_ptr<Http2Connection>> c = Run(std::move(t));
+  EXPECT_EQ(c.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(std::string(c.status().message()), HasSubstr("no HTTP/2 SETTINGS"));
+}
+
+TEST_F(BadServerTest, InvalidHpackIsAConnectionError) {
+  Outcome o = Scripted(ServerSettings() + Frame(kHeaders, kEndHeaders, 1, "\xff\xff\xff\xff\xff"),
+                       true);
+  EXPECT_EQ(o.status.code(), absl::StatusCode::kUnavailable) << o.status;
+  EXPECT_THAT(std::string(o.status.message()), HasSubstr("protocol error"));
+}
+
+TEST_F(BadServerTest, LengthPrefixLargerThanTheDataIsInternal) {
+  Outcome o = Scripted(ServerSettings() + ResponseHeaders(1) +
+                           Data(1, GrpcMessage("abc", 0, 16)) + Trailers(1, "0"),
+                       true);
+  EXPECT_EQ(o.status.code(), absl::StatusCode::kInternal) << o.status;
+  EXPECT_THAT(std::string(o.status.message()), HasSubstr("middle of a message"));
+}
+
+TEST_F(BadServerTest, LengthPrefixOverTheLimitIsResourceExhausted) {
+  ConnectionOptions opts;
+  opts.max_receive_message_size = 1024;
+  Outcome o = Scripted(ServerSettings() + ResponseHeaders(1) +
+                           Data(1, GrpcMessage("", 0, 0x7fffffff)),
+                       false, opts);
+  EXPECT_EQ(o.status.code(), absl::StatusCode::kResourceExhausted) << o.status;
+}
+
+TEST_F(BadServerTest, CompressedFlagWithoutEncodingIsInternal) {
+  Outcome o = Scripted(ServerSettings() + ResponseHeaders(1) +
+                           Data(1, GrpcMessage("zz", 1)) + Trailers(1, "0"),
+                       true);
+  EXPECT_EQ(o.status.code(), absl::StatusCode::kInternal) << o.status;
+  EXPECT_THAT(std::string(o.status.message()), HasSubstr("compressed"));
+}
+
+TEST_F(BadServerTest, MissingGrpcStatusIsInternal) {
+  Outcome o = Scripted(ServerSettings() + ResponseHeaders(1) + Data(1, GrpcMessage("m")) +
+                           Headers(1, true, {{"x-other", "1"}}),
+                       true);
+  EXPECT_EQ(o.status.code(), absl::StatusCode::kInternal) << o.status;
+  EXPECT_THAT(std::string(o.status.message()), HasSubstr("without grpc-status"));
+  EXPECT_EQ(o.messages, 0);  // an errored call yields no messages
+}
+
+TEST_F(BadServerTest, DataEndingTheStreamWithoutTrailersIsInternal) {
+  Outcome o = Scripted(ServerSettings() + ResponseHeaders(1) + Data(1, GrpcMessage("m"), true),
+                       true);
+  EXPECT_EQ(o.status.code(), absl::StatusCode::kInternal) << o.status;
+}
+
+TEST_F(BadServerTest, NonNumericGrpcStatusIsInternal) {
+  Outcome o = Scripted(ServerSettings() + ResponseHeaders(1) + Trailers(1, "abc"), true);
+  EXPECT_EQ(o.status.code(), absl::StatusCode::kInternal) << o.status;
+  EXPECT_THAT(std::string(o.status.message()), HasSubstr("malformed grpc-status"));
+}
+
+TEST_F(BadServerTest, OutOfRangeGrpcStatusIsUnknown) {
+  Outcome o = Scripted(ServerSettings() + ResponseHeaders(1) + Trailers(1, "99", "odd"), false);
+  EXPECT_EQ(o.status.code(), absl::StatusCode::kUnknown) << o.status;
+  EXPECT_EQ(o.status.message(), "odd");
+}
+
+TEST_F(BadServerTest, HttpErrorWithoutGrpcStatusIsMapped) {
+  Outcome o = Scripted(ServerSettings() + Headers(1, true, {{":status", "503"}}), false);
+  EXPECT_EQ(o.status.code(), absl::StatusCode::kUnavailable) << o.status;
+  EXPECT_THAT(std::string(o.status.message()), HasSubstr("503"));
+}
+
+TEST_F(BadServerTest, DataAfterTrailersKeepsTheFirstStatus) {
+  Outcome o = Scripted(ServerSettings() + ResponseHeaders(1) + Data(1, GrpcMessage("m")) +
+                           Trailers(1, "0") + Data(1, GrpcMessage("late")),
+                       false);
+  EXPECT_TRUE(o.status.ok()) << o.status;
+  EXPECT_EQ(o.messages, 1);
+}
+
+TEST_F(BadServerTest, FloodOfTinyFramesEndsBoundedly) {
+  std::string flood = ServerSettings() + ResponseHeaders(1);
+  for (int i = 0; i < 50000; ++i) flood += Frame(kPing, 0, 0, "12345678");
+  flood += Data(1, GrpcMessage("m")) + Trailers(1, "0");
+  RawServer server(flood);
+  auto conn = Adopt(server);
+  auto start = pool::Clock::now();
+  Outcome o = Run(OneCall(conn));
+  // nghttp2 answers PINGs; past its outbound-queue limit it treats the
+  // peer as flooding and ends the session. Either way: a status, promptly.
+  EXPECT_TRUE(o.status.ok() || o.status.code() == absl::StatusCode::kUnavailable) << o.status;
+  EXPECT_LT(pool::Clock::now() - start, std::chrono::seconds(5));
+}
+
+TEST_F(BadServerTest, ServerClosingMidResponseIsUnavailable) {
+  RawServer server(ServerSettings() + ResponseHeaders(1) + Data(1, GrpcMessage("partial", 0, 100)));
+  auto conn = Adopt(server);
+  auto t = OneCall(conn);
+  t.handle().resume();
+  for (int i = 0; i < 40; ++i) loop_->RunOnce(milliseconds(10));
+  EXPECT_FALSE(t.done());  // waiting for the rest of the message
+  conn->Close(absl::UnavailableError("test closes it"));
+  while (!t.done()) loop_->RunOnce(milliseconds(10));
+  EXPECT_EQ(t.result().status.code(), absl::StatusCode::kUnavailable);
+}
+
+}  // namespace
+}  // namespace ringrpc::transport
