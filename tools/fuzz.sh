@@ -10,8 +10,13 @@ tools/install-deps.sh
 secs="${1:-60}"
 shift || true
 targets=("$@")
-if [ ${#targets[@]} -eq 0 ]; then targets=(//pool:pool_fuzzer); fi
-declare -A corpus=([//pool:pool_fuzzer]=pool/fuzz_corpus)
+if [ ${#targets[@]} -eq 0 ]; then
+  targets=(//pool:pool_fuzzer //client/transport:server_bytes_fuzzer)
+fi
+declare -A corpus=(
+  [//pool:pool_fuzzer]=pool/fuzz_corpus
+  [//client/transport:server_bytes_fuzzer]=client/transport/fuzz_corpus
+)
 for t in "${targets[@]}"; do
   bazel build --config=fuzz "$t"
   bin="bazel-bin/${t#//}"; bin="${bin/://}"

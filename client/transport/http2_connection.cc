@@ -257,7 +257,13 @@ struct Http2Connection::Callbacks {
         Violation(call, code.status());
         return;
       }
-      call->End(absl::Status(*code, call->grpc_message_.value_or("")));
+      std::string message = call->grpc_message_.value_or("");
+      if (message.empty() && *code != absl::StatusCode::kOk) {
+        // Say who decided, rather than hand the user an empty message.
+        message = absl::StrCat("the server ended the call with ", absl::StatusCodeToString(*code),
+                               " and no grpc-message");
+      }
+      call->End(absl::Status(*code, message));
       return;
     }
     if (call->http_status_ != 200 && call->http_status_ != 0) {
