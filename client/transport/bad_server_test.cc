@@ -201,6 +201,62 @@ TEST_F(BadServerTest, FloodOfTinyFramesEndsBoundedly) {
   EXPECT_LT(pool::Clock::now() - start, std::chrono::seconds(5));
 }
 
+TEST_F(BadServerTest, MetadataOverTheLimitIsResourceExhausted) {
+  ConnectionOptions opts;
+  opts.max_metadata_size = 4096;
+  Outcome o = Scripted(ServerSettings() +
+                           Headers(1, false, {{":status", "200"},
+                                              {"x-big", std::string(5000, 'v')}}) +
+                           Trailers(1, "0"),
+                       false, opts);
+  EXPECT_EQ(o.status.code(), absl::StatusCode::kResourceExhausted) << o.status;
+  EXPECT_THAT(std::string(o.status.message()), HasSubstr("metadata larger than the limit"));
+}
+
+TEST_F(BadServerTest, GoawayBelowAnOpenStreamFailsItAsNeverSent) {
+  RawServer server(ServerSettings() + Frame(kGoaway, 0, 0, std::string(8, '\0')));
+  auto conn = Adopt(server);
+  auto call = conn->StartCall({.path = "/x.Y/Z"});
+  ASSERT_TRUE(call.ok());
+  auto finish = [](Call* c) -> Task<absl::Status> { co_return co_await c->Finish(); };
+  absl::Status s = Run(finish(call->get()));
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
+  EXPECT_TRUE((*call)->never_sent());
+  EXPECT_FALSE(conn->accepting_streams());
+  EXPECT_EQ(conn->StartCall({.path = "/x.Y/Z"}).status().code(),
+            absl::StatusCode::kUnavailable);
+}
+
+TEST_F(BadServerTest, PeerMaxConcurrentStreamsIsHonouredAndReported) {
+  // SETTINGS_MAX_CONCURRENT_STREAMS (0x3) = 1.
+  RawServer server(Frame(kSettings, 0, 0, std::string("\x00\x03\x00\x00\x00\x01", 6)));
+  auto t = Http2Connection::Connect(*loop_, *Address::Parse(server.address()), {});
+  absl::StatusOr<std::shared_ptr<Http2Connection>> c = Run(std::move(t));
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ((*c)->max_concurrent_streams(), 1u);
+  auto first = (*c)->StartCall({.path = "/x.Y/Z"});
+  ASSERT_TRUE(first.ok());
+  auto second = (*c)->StartCall({.path = "/x.Y/Z"});
+  EXPECT_EQ(second.status().code(), absl::StatusCode::kResourceExhausted);
+}
+
+TEST_F(BadServerTest, StatusDetailsBinAreDecoded) {
+  Outcome o;
+  RawServer server(ServerSettings() + ResponseHeaders(1) +
+                   Headers(1, true, {{"grpc-status", "3"},
+                                     {"grpc-message", "bad%20arg"},
+                                     {"grpc-status-details-bin", "AAEC/w=="}}));
+  auto conn = Adopt(server);
+  auto call = *conn->StartCall({.path = "/x.Y/Z"});
+  call->WritesDone();
+  auto finish = [](Call* c) -> Task<absl::Status> { co_return co_await c->Finish(); };
+  absl::Status s = Run(finish(call.get()));
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.message(), "bad arg");
+  ASSERT_TRUE(call->status_details().has_value());
+  EXPECT_EQ(*call->status_details(), std::string("\x00\x01\x02\xff", 4));
+}
+
 TEST_F(BadServerTest, ServerClosingMidResponseIsUnavailable) {
   RawServer server(ServerSettings() + ResponseHeaders(1) + Data(1, GrpcMessage("partial", 0, 100)));
   auto conn = Adopt(server);

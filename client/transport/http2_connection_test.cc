@@ -432,6 +432,26 @@ TEST_P(TransportTest, ManyConcurrentCallsOnOneConnection) {
   }
 }
 
+// Every frame pending after a loop pass goes out in one send.
+TEST_P(TransportTest, CallsStartedInOneTurnGoOutInOneSend) {
+  ConnPtr c = Connect();
+  for (int i = 0; i < 5; ++i) loop_->RunOnce(milliseconds(5));  // settle
+  uint64_t sends = c->stats().sends;
+  std::vector<Task<Reply>> calls;
+  for (int i = 0; i < 10; ++i) {
+    EchoRequest req;
+    req.set_payload(absl::StrCat("batched ", i));
+    calls.push_back(DoCall(c, kUnary, {req}));
+    calls.back().handle().resume();  // headers, message and half-close queued
+  }
+  loop_->RunOnce(Duration::zero());
+  EXPECT_EQ(c->stats().sends - sends, 1u);
+  for (auto& t : calls) {
+    while (!t.done()) loop_->RunOnce(milliseconds(10));
+    EXPECT_TRUE(t.result().status.ok()) << t.result().status;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(
     All, TransportTest,
     ::testing::Values(Param{Backend::kIoUring, false}, Param{Backend::kIoUring, true},
