@@ -11,6 +11,7 @@
 #include <chrono>
 #include <memory>
 
+#include "client/runtime/testing/run_to_completion.h"
 #include "client/transport/http2_connection.h"
 #include "client/transport/testing/raw_server.h"
 
@@ -26,17 +27,8 @@ class BadServerTest : public ::testing::Test {
   void SetUp() override { loop_ = *EventLoop::Create(); }
 
   template <typename T>
-  T Run(Task<T> task, Duration limit = std::chrono::seconds(10)) {
-    task.handle().resume();
-    auto end = pool::Clock::now() + limit;
-    while (!task.done()) {
-      if (pool::Clock::now() > end) {
-        ADD_FAILURE() << "hung: no status within the limit";
-        std::abort();
-      }
-      loop_->RunOnce(milliseconds(10));
-    }
-    return std::move(task.result());
+  T Run(Task<T> task) {
+    return runtime::testing::RunToCompletion(*loop_, std::move(task));
   }
 
   // Connects a plain socket to `server` and adopts it, skipping the wait

@@ -1,5 +1,6 @@
 // The HTTP/2 transport against a real grpc++ 1.51 server (a child process),
 // over TCP on 127.0.0.1 and over a unix socket, on both loop backends.
+#include "client/runtime/testing/run_to_completion.h"
 #include "client/transport/http2_connection.h"
 
 #include <gmock/gmock.h>
@@ -63,17 +64,8 @@ class TransportTest : public ::testing::TestWithParam<Param> {
 
   // Runs `task` on the loop until it finishes (at most `limit`).
   template <typename T>
-  T Run(Task<T> task, Duration limit = std::chrono::seconds(20)) {
-    task.handle().resume();
-    auto end = pool::Clock::now() + limit;
-    while (!task.done()) {
-      if (pool::Clock::now() > end) {
-        ADD_FAILURE() << "timed out";
-        std::abort();
-      }
-      loop_->RunOnce(milliseconds(20));
-    }
-    return std::move(task.result());
+  T Run(Task<T> task) {
+    return runtime::testing::RunToCompletion(*loop_, std::move(task));
   }
 
   ConnPtr Connect(ConnectionOptions options = {}) {
