@@ -24,6 +24,26 @@ void ShardCounters::AddTo(PoolMetrics& m) const {
   }
 }
 
+PoolMetrics& PoolMetrics::operator+=(const PoolMetrics& o) {
+  created += o.created;
+  closed += o.closed;
+  live += o.live;
+  parked += o.parked;
+  taken += o.taken;
+  cleared += o.cleared;
+  leases += o.leases;
+  acquires += o.acquires;
+  waits += o.waits;
+  timeouts += o.timeouts;
+  connect_failures += o.connect_failures;
+  recycle_failures += o.recycle_failures;
+  parks += o.parks;
+  unparked += o.unparked;
+  poisoned += o.poisoned;
+  for (size_t i = 0; i < kRetireReasonCount; ++i) retired[i] += o.retired[i];
+  return *this;
+}
+
 std::string PoolMetrics::ToString() const {
   std::string s = absl::StrCat(
       "created=", created, " closed=", closed, " live=", live,

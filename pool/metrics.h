@@ -68,6 +68,8 @@ struct PoolMetrics {
     return n;
   }
   std::string ToString() const;
+  // Adds `o` field by field (metrics of several pools, or of pools gone).
+  PoolMetrics& operator+=(const PoolMetrics& o);
 };
 
 // One shard's counters (see OwnedCounter for the threading rule).

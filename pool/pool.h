@@ -247,6 +247,15 @@ class Pool {
     }
   }
 
+  // Retires this thread's expired connections now, as its reaper would
+  // (after Invalidate(), so stale idle connections go without waiting for
+  // their next checkout). No-op on a thread with no shard.
+  void ReapLocalShard() const {
+    if (ShardBase* b = ThreadContext::Current().FindShard(inner_->id)) {
+      static_cast<internal::Shard<M>*>(b)->ReapExpired();
+    }
+  }
+
   bool closed() const { return inner_->closed.load(std::memory_order_relaxed); }
   uint64_t generation() const {
     return inner_->generation.load(std::memory_order_relaxed);

@@ -9,7 +9,7 @@ PACKAGES=(
   libgrpc++-dev protobuf-compiler-grpc
   libprotobuf-dev libprotoc-dev protobuf-compiler
   libabsl-dev liburing-dev libnghttp2-dev libssl-dev
-  libgtest-dev libgmock-dev libbenchmark-dev
+  libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev
 )
 
 missing=()

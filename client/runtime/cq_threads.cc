@@ -21,13 +21,14 @@ absl::StatusOr<std::unique_ptr<CqThreads>> CqThreads::Start(Options options) {
     auto t = std::make_unique<Thread>();
     std::promise<absl::StatusOr<EventLoop*>> ready;
     std::future<absl::StatusOr<EventLoop*>> made = ready.get_future();
-    t->thread = std::thread([backend, &ready] {
+    t->thread = std::thread([backend, i, &ready] {
       // The loop is made on its own thread (io_uring single-issuer mode).
       absl::StatusOr<std::unique_ptr<EventLoop>> loop = EventLoop::Create(backend);
       if (!loop.ok()) {
         ready.set_value(loop.status());
         return;
       }
+      (*loop)->set_cq_index(i);
       auto context = std::make_unique<pool::ThreadContext>(loop->get());
       {
         pool::ThreadContext::Scope scope(context.get());

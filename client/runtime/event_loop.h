@@ -118,6 +118,9 @@ class EventLoop : public pool::Runtime {
   EventLoop& operator=(const EventLoop&) = delete;
 
   Backend backend() const { return backend_; }
+  // Position of this loop in its CqThreads set (0 for a loop on its own).
+  size_t cq_index() const { return cq_index_; }
+  void set_cq_index(size_t i) { cq_index_ = i; }
   // The loop running on the calling thread, or null.
   static EventLoop* Current();
 
@@ -203,6 +206,7 @@ class EventLoop : public pool::Runtime {
   class WakerGuard;
 
   const Backend backend_;
+  size_t cq_index_ = 0;
   TimePoint now_;
   std::atomic<bool> stop_{false};
   std::atomic<int> wakers_{0};

@@ -380,6 +380,7 @@ struct Http2Connection::Callbacks {
     Http2Connection* conn = Conn(user_data);
     if (frame->hd.type == NGHTTP2_DATA || frame->hd.type == NGHTTP2_HEADERS) {
       conn->pings_without_data_ = 0;
+      if (frame->hd.type == NGHTTP2_HEADERS) conn->batch_has_headers_ = true;
     } else if (frame->hd.type == NGHTTP2_GOAWAY && frame->goaway.error_code != NGHTTP2_NO_ERROR) {
       // nghttp2 found a connection error in what the server sent and ended
       // the session with this GOAWAY; the write loop closes once it is out.
@@ -671,6 +672,8 @@ Task<void> Http2Connection::WriteLoop() {
       }
       off += r.res;
     }
+    if (batch_has_headers_ && !out.empty()) ++stats_.sends_with_headers;
+    batch_has_headers_ = false;
     if (!local_goaway_.ok()) Close(local_goaway_);
   }
 }

@@ -66,7 +66,8 @@ struct ConnectionOptions {
 struct ConnectionStats {
   uint64_t pings_sent = 0;
   uint64_t frames_received = 0;
-  uint64_t sends = 0;  // socket writes
+  uint64_t sends = 0;               // socket writes
+  uint64_t sends_with_headers = 0;  // writes that carried request HEADERS
   uint64_t streams_started = 0;
 };
 
@@ -211,6 +212,7 @@ class Http2Connection : public std::enable_shared_from_this<Http2Connection> {
   absl::Status distrust_reason_;
   std::string last_protocol_error_;
   absl::Status local_goaway_;  // set when nghttp2 ended the session
+  bool batch_has_headers_ = false;
   std::string preface_;  // the server's first 9 bytes, checked for SETTINGS
   bool settings_received_ = false;
   ConnectionStats stats_;

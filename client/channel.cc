@@ -1,0 +1,688 @@
+#include "client/channel.h"
+
+#include <algorithm>
+#include <condition_variable>
+#include <functional>
+#include <future>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "client/channel/channel_config.h"
+#include "client/channel/resolver.h"
+#include "client/channel/subchannel.h"
+#include "client/channel/target.h"
+#include "client/runtime/cq_threads.h"
+#include "client/runtime/loop_event.h"
+
+namespace ringrpc {
+
+namespace internal {
+// The one place allowed into ClientContext's private fields.
+class CallAccess {
+ public:
+  static const std::vector<std::pair<std::string, std::string>>& metadata(
+      const ClientContext& c) {
+    return c.metadata_;
+  }
+  static std::shared_ptr<CancelState> cancel(const ClientContext& c) { return c.cancel_; }
+  static void SetResults(ClientContext& c, const transport::Metadata& initial,
+                         const transport::Metadata& trailing, std::string peer) {
+    c.initial_ = {initial.begin(), initial.end()};
+    c.trailing_ = {trailing.begin(), trailing.end()};
+    c.peer_ = std::move(peer);
+  }
+};
+}  // namespace internal
+
+namespace channel {
+namespace {
+
+using internal::CallAccess;
+using runtime::CqThreads;
+using runtime::EventLoop;
+using std::chrono::milliseconds;
+
+std::shared_ptr<CqThreads> SharedCqThreads(absl::Status* error) {
+  static std::mutex mu;
+  static std::weak_ptr<CqThreads> shared;
+  std::lock_guard<std::mutex> lock(mu);
+  if (auto cq = shared.lock()) return cq;
+  absl::StatusOr<std::unique_ptr<CqThreads>> cq = CqThreads::Start({});
+  if (!cq.ok()) {
+    *error = cq.status();
+    return nullptr;
+  }
+  std::shared_ptr<CqThreads> made(std::move(*cq));
+  shared = made;
+  return made;
+}
+
+TimePoint ToLoopTime(std::chrono::system_clock::time_point deadline, TimePoint now) {
+  auto left = deadline - std::chrono::system_clock::now();
+  if (left > std::chrono::hours(24 * 365)) return TimePoint::max();
+  return now + std::chrono::duration_cast<Duration>(left);
+}
+
+}  // namespace
+
+struct ChannelState : std::enable_shared_from_this<ChannelState> {
+  absl::Status config_error;
+  ChannelConfig config;
+  std::shared_ptr<CqThreads> cq;
+  std::shared_ptr<Resolver> resolver;
+
+  mutable std::mutex mu;
+  std::condition_variable state_cv;
+  std::vector<std::shared_ptr<Subchannel>> list;  // current addresses, in order
+  std::vector<std::shared_ptr<Subchannel>> removed;  // draining after an update
+  pool::PoolMetrics gone_metrics;  // of removed subchannels already dropped
+  absl::Status resolver_error = absl::UnavailableError("no addresses resolved yet");
+  std::atomic<uint64_t> version{0};
+  std::atomic<bool> resolved_once{false};  // the resolver has answered
+  uint64_t seed = 0x5eed;
+
+  // Each CQ thread's view of the address list and its round-robin cursor;
+  // touched only by that thread.
+  struct alignas(64) PerThread {
+    uint64_t version = ~uint64_t{0};
+    std::vector<std::shared_ptr<Subchannel>> list;
+    size_t next = 0;
+  };
+  std::vector<PerThread> per_thread;
+
+  // ---- threads ----------------------------------------------------------------
+
+  // The CQ thread index of the calling thread, if it is one of ours.
+  std::optional<size_t> CurrentIndex() const {
+    EventLoop* loop = EventLoop::Current();
+    if (loop == nullptr || cq == nullptr) return std::nullopt;
+    size_t i = loop->cq_index();
+    if (i < cq->size() && &cq->loop(i) == loop) return i;
+    return std::nullopt;
+  }
+  // A foreign caller keeps to one CQ thread (its connections stay warm).
+  size_t IndexForCaller() const {
+    return std::hash<std::thread::id>()(std::this_thread::get_id()) % cq->size();
+  }
+  void PostToAll(std::function<void()> fn) {
+    for (size_t i = 0; i < cq->size(); ++i) cq->Post(i, fn);
+  }
+
+  // ---- resolver updates ---------------------------------------------------------
+
+  void OnResolverUpdate(absl::StatusOr<AddressList> update) {
+    struct MarkResolved {
+      std::atomic<bool>& flag;
+      ~MarkResolved() { flag.store(true, std::memory_order_release); }
+    } mark{resolved_once};
+    if (!update.ok()) {
+      std::lock_guard<std::mutex> lock(mu);
+      resolver_error = update.status();
+      state_cv.notify_all();
+      return;
+    }
+    std::vector<std::string> names;
+    for (const auto& a : *update) names.push_back(a.ToString());
+    std::vector<std::shared_ptr<Subchannel>> kept, gone, fresh;
+    bool first;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      resolver_error = update->empty()
+                           ? absl::UnavailableError("the resolver returned no addresses")
+                           : absl::OkStatus();
+      std::set<std::string> now(names.begin(), names.end()), before;
+      for (auto& sc : list) before.insert(sc->record->name());
+      if (now == before) return;  // same set: nothing to bump
+      first = list.empty() && removed.empty();
+      for (size_t i = 0; i < update->size(); ++i) {
+        auto it = std::find_if(list.begin(), list.end(),
+                               [&](auto& sc) { return sc->record->name() == names[i]; });
+        if (it != list.end()) {
+          fresh.push_back(*it);
+          kept.push_back(*it);
+          continue;
+        }
+        absl::StatusOr<std::shared_ptr<Subchannel>> sc =
+            MakeSubchannel((*update)[i], config, seed++);
+        if (!sc.ok()) continue;  // config was validated: cannot happen
+        std::weak_ptr<ChannelState> weak = weak_from_this();
+        (*sc)->record->set_on_change([weak] {
+          if (auto s = weak.lock()) {
+            { std::lock_guard<std::mutex> l(s->mu); }
+            s->state_cv.notify_all();
+          }
+        });
+        fresh.push_back(*sc);
+      }
+      for (auto& sc : list) {
+        if (std::find(fresh.begin(), fresh.end(), sc) == fresh.end()) gone.push_back(sc);
+      }
+      list = fresh;
+      // Subchannels removed earlier whose connections are all gone: keep
+      // their counters, drop them (a flapping resolver must not grow this).
+      std::erase_if(removed, [&](const std::shared_ptr<Subchannel>& sc) {
+        pool::PoolMetrics m = sc->pool.Metrics();
+        if (m.live != 0 || m.leases != 0 || m.parked != 0) return false;
+        gone_metrics += m;
+        return true;
+      });
+      removed.insert(removed.end(), gone.begin(), gone.end());
+      version.fetch_add(1, std::memory_order_acq_rel);
+      state_cv.notify_all();
+    }
+    if (first) return;
+    // The address set changed: bump the generation of what stays, close
+    // what went. Each CQ thread then retires its own stale idle connections
+    // (nobody touches another thread's shard); leased ones go when their
+    // calls end.
+    for (auto& sc : kept) sc->pool.Invalidate();
+    PostToAll([kept, gone] {
+      for (auto& sc : kept) sc->pool.ReapLocalShard();
+      for (auto& sc : gone) sc->pool.Close();
+    });
+  }
+
+  // ---- picking ------------------------------------------------------------------
+
+  std::shared_ptr<Subchannel> Pick(size_t thread) {
+    PerThread& pt = per_thread[thread];
+    uint64_t v = version.load(std::memory_order_acquire);
+    if (pt.version != v) {
+      std::lock_guard<std::mutex> lock(mu);
+      pt.list = list;
+      pt.version = version.load(std::memory_order_acquire);
+    }
+    size_t n = pt.list.size();
+    if (n == 0) return nullptr;
+    auto usable = [](const std::shared_ptr<Subchannel>& sc) {
+      return sc->record->state() != ConnectivityState::kTransientFailure;
+    };
+    if (config.lb_policy == LbPolicy::kPickFirst) {
+      for (auto& sc : pt.list) {
+        if (usable(sc)) return sc;
+      }
+      return pt.list[0];
+    }
+    for (size_t k = 0; k < n; ++k) {
+      size_t i = (pt.next + k) % n;
+      if (usable(pt.list[i])) {
+        pt.next = (i + 1) % n;
+        return pt.list[i];
+      }
+    }
+    return pt.list[pt.next++ % n];
+  }
+
+  absl::Status NoAddressError() {
+    std::lock_guard<std::mutex> lock(mu);
+    return absl::UnavailableError(absl::StrCat("no address to call: ", resolver_error.message()));
+  }
+
+  ConnectivityState Aggregate() {
+    std::lock_guard<std::mutex> lock(mu);
+    if (list.empty()) {
+      return resolver_error.ok() || resolver_error.message() == "no addresses resolved yet"
+                 ? ConnectivityState::kIdle
+                 : ConnectivityState::kTransientFailure;
+    }
+    bool connecting = false, idle = false;
+    for (auto& sc : list) {
+      switch (sc->record->state()) {
+        case ConnectivityState::kReady: return ConnectivityState::kReady;
+        case ConnectivityState::kConnecting: connecting = true; break;
+        case ConnectivityState::kIdle: idle = true; break;
+        default: break;
+      }
+    }
+    if (connecting) return ConnectivityState::kConnecting;
+    if (idle) return ConnectivityState::kIdle;
+    return ConnectivityState::kTransientFailure;
+  }
+
+  // ---- opening a call ---------------------------------------------------------------
+
+  static pool::Task<absl::StatusOr<SubchannelLease>> Acquire(SubchannelPool p) {
+    co_return co_await p.Acquire();
+  }
+
+  pool::Task<std::unique_ptr<ClientCall>> Open(std::string method, ClientContext* ctx,
+                                               Status* out);
+};
+
+}  // namespace channel
+
+// ---- ClientCall ---------------------------------------------------------------------
+
+struct ClientCall::Impl {
+  std::shared_ptr<channel::ChannelState> channel;
+  ClientContext* ctx = nullptr;
+  std::shared_ptr<channel::Subchannel> sc;
+  channel::SubchannelLease lease;             // destroyed after `call`
+  std::unique_ptr<transport::Call> call;
+  std::shared_ptr<transport::Call*> alive;    // for cross-thread TryCancel
+
+  ~Impl() {
+    if (ctx != nullptr) {
+      auto cs = internal::CallAccess::cancel(*ctx);
+      std::lock_guard<std::mutex> lock(cs->mu);
+      cs->cancel_running = nullptr;
+    }
+    if (alive) *alive = nullptr;
+    if (lease && !(*lease)->accepting_streams()) lease.Poison();
+    call.reset();
+  }
+};
+
+ClientCall::ClientCall(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+ClientCall::~ClientCall() = default;
+
+pool::Task<Status> ClientCall::Write(std::string message) {
+  co_return Status::FromAbsl(co_await impl_->call->Write(std::move(message)));
+}
+void ClientCall::WritesDone() { impl_->call->WritesDone(); }
+pool::Task<std::optional<std::string>> ClientCall::Read() { return impl_->call->Read(); }
+void ClientCall::Cancel() { impl_->call->Cancel(); }
+
+pool::Task<Status> ClientCall::Finish() {
+  absl::Status s = co_await impl_->call->Finish();
+  internal::CallAccess::SetResults(*impl_->ctx, impl_->call->initial_metadata(),
+                                   impl_->call->trailing_metadata(),
+                                   impl_->sc->record->name());
+  co_return Status::FromAbsl(s, impl_->call->status_details().value_or(""));
+}
+
+namespace channel {
+
+pool::Task<std::unique_ptr<ClientCall>> ChannelState::Open(std::string method,
+                                                            ClientContext* ctx, Status* out) {
+  if (!config_error.ok()) {
+    *out = Status::FromAbsl(config_error);
+    co_return nullptr;
+  }
+  std::optional<size_t> index = CurrentIndex();
+  if (!index) {
+    *out = Status(StatusCode::FAILED_PRECONDITION,
+                  "Channel::Open/Unary must run on one of the channel's CQ threads "
+                  "(use Spawn, the blocking or the callback API)");
+    co_return nullptr;
+  }
+  EventLoop& loop = cq->loop(*index);
+  const TimePoint deadline =
+      ctx->deadline() ? ToLoopTime(*ctx->deadline(), loop.Now()) : TimePoint::max();
+  auto cancel_state = internal::CallAccess::cancel(*ctx);
+  transport::Metadata md(internal::CallAccess::metadata(*ctx).begin(),
+                         internal::CallAccess::metadata(*ctx).end());
+  absl::Status last = absl::OkStatus();
+  for (int attempt = 0;; ++attempt) {
+    {
+      std::lock_guard<std::mutex> lock(cancel_state->mu);
+      if (cancel_state->cancelled) {
+        *out = Status(StatusCode::CANCELLED, "cancelled before the call started");
+        co_return nullptr;
+      }
+    }
+    if (loop.Now() >= deadline) {
+      *out = Status(StatusCode::DEADLINE_EXCEEDED,
+                    last.ok() ? std::string("deadline exceeded before a connection was ready")
+                              : absl::StrCat("deadline exceeded waiting for a connection; last "
+                                             "error: ", last.message()));
+      co_return nullptr;
+    }
+    // Read before picking: once set, the list the pick sees is the
+    // resolver's answer (resolved_once is set after the list).
+    const bool resolved = resolved_once.load(std::memory_order_acquire);
+    std::shared_ptr<Subchannel> sc = Pick(*index);
+    if (sc == nullptr) {
+      last = NoAddressError();
+      // Before the resolver's first answer every call waits (the channel is
+      // not failing, just starting); after a resolver error only
+      // wait_for_ready calls do.
+      if (!ctx->wait_for_ready() && resolved) {
+        *out = Status::FromAbsl(last);
+        co_return nullptr;
+      }
+      co_await pool::SleepUntil(loop, std::min(deadline, loop.Now() + milliseconds(20)));
+      continue;
+    }
+    // While the address backs off (for every thread), take a connection this
+    // thread already has or fail fast: no dial, no waiting in the pool.
+    if (absl::Status backoff = sc->record->CheckBackoff(loop.Now()); !backoff.ok()) {
+      absl::StatusOr<SubchannelLease> have = sc->pool.TryAcquire();
+      if (!have.ok()) {
+        last = backoff;
+        if (!ctx->wait_for_ready()) {
+          *out = Status::FromAbsl(backoff);
+          co_return nullptr;
+        }
+        co_await pool::SleepUntil(loop, std::min(deadline, sc->record->next_attempt()));
+        continue;
+      }
+    }
+    Duration left = deadline == TimePoint::max() ? Duration(std::chrono::hours(24 * 365))
+                                                 : deadline - loop.Now();
+    std::optional<absl::StatusOr<SubchannelLease>> lease =
+        co_await runtime::WithTimeout<absl::StatusOr<SubchannelLease>>(
+            loop, Acquire(sc->pool), left);
+    if (!lease) continue;  // the deadline check above reports it
+    if (!lease->ok()) {
+      last = lease->status();
+      resolver->RequestReresolution();
+      if (!ctx->wait_for_ready() || last.code() == absl::StatusCode::kFailedPrecondition) {
+        *out = Status(StatusCode::UNAVAILABLE, std::string(last.message()));
+        co_return nullptr;
+      }
+      // Wait for the address's backoff (shared by all threads) to allow a
+      // new attempt, or a little while, within the deadline.
+      TimePoint retry = std::max(sc->record->next_attempt(), loop.Now() + milliseconds(5));
+      co_await pool::SleepUntil(loop, std::min(deadline, retry));
+      continue;
+    }
+    SubchannelLease leased = std::move(**lease);
+    absl::StatusOr<std::unique_ptr<transport::Call>> call =
+        (*leased)->StartCall({.path = method,
+                              .deadline = deadline == TimePoint::max()
+                                              ? std::nullopt
+                                              : std::optional<TimePoint>(deadline),
+                              .metadata = md});
+    if (!call.ok()) {
+      last = call.status();
+      if (call.status().code() == absl::StatusCode::kUnavailable && attempt < 4) {
+        leased.Poison();  // closed or draining: never lease it again
+        continue;
+      }
+      *out = Status::FromAbsl(call.status());
+      co_return nullptr;
+    }
+    auto impl = std::make_unique<ClientCall::Impl>();
+    impl->channel = shared_from_this();
+    impl->ctx = ctx;
+    impl->sc = sc;
+    impl->lease = std::move(leased);
+    impl->call = std::move(*call);
+    impl->alive = std::make_shared<transport::Call*>(impl->call.get());
+    {
+      std::lock_guard<std::mutex> lock(cancel_state->mu);
+      if (cancel_state->cancelled) {
+        impl->call->Cancel();
+      } else {
+        std::weak_ptr<transport::Call*> weak = impl->alive;
+        EventLoop* l = &loop;
+        cancel_state->cancel_running = [weak, l] {
+          l->Post([weak] {
+            if (auto p = weak.lock(); p && *p) (*p)->Cancel();
+          });
+        };
+      }
+    }
+    *out = Status();
+    co_return std::unique_ptr<ClientCall>(new ClientCall(std::move(impl)));
+  }
+}
+
+}  // namespace channel
+
+// ---- Channel -----------------------------------------------------------------------
+
+namespace {
+
+class InsecureCredentials final : public ChannelCredentials {
+ public:
+  bool secure() const override { return false; }
+};
+
+pool::Task<void> RunUnary(Channel* channel, std::string method, ClientContext* ctx,
+                          std::string request, std::string* response,
+                          std::function<void(Status)> done) {
+  Status s = co_await channel->Unary(std::move(method), ctx, std::move(request), response);
+  done(std::move(s));
+}
+
+}  // namespace
+
+std::shared_ptr<ChannelCredentials> InsecureChannelCredentials() {
+  return std::make_shared<InsecureCredentials>();
+}
+
+Channel::Channel(std::shared_ptr<channel::ChannelState> state) : state_(std::move(state)) {}
+
+Channel::~Channel() {
+  if (state_->resolver) state_->resolver->Shutdown();
+  if (state_->cq) {
+    std::vector<std::shared_ptr<channel::Subchannel>> all;
+    {
+      std::lock_guard<std::mutex> lock(state_->mu);
+      all = state_->list;
+      all.insert(all.end(), state_->removed.begin(), state_->removed.end());
+    }
+    // Each thread closes its own shard of every pool.
+    state_->PostToAll([all] {
+      for (auto& sc : all) sc->pool.Close();
+    });
+  }
+}
+
+Status Channel::configuration_status() const { return Status::FromAbsl(state_->config_error); }
+
+pool::Task<std::unique_ptr<ClientCall>> Channel::Open(std::string method, ClientContext* ctx,
+                                                      Status* status) {
+  return state_->Open(std::move(method), ctx, status);
+}
+
+pool::Task<Status> Channel::Unary(std::string method, ClientContext* ctx, std::string request,
+                                  std::string* response) {
+  Status st;
+  std::unique_ptr<ClientCall> call = co_await state_->Open(std::move(method), ctx, &st);
+  if (call == nullptr) co_return st;
+  Status w = co_await call->Write(std::move(request));
+  (void)w;  // a failed write ends the call: Finish reports why
+  call->WritesDone();
+  std::optional<std::string> reply = co_await call->Read();
+  Status s = co_await call->Finish();
+  if (s.ok()) {
+    if (!reply) {
+      co_return Status(StatusCode::INTERNAL,
+                       "the server ended a unary call OK without a response message");
+    }
+    *response = std::move(*reply);
+  }
+  co_return s;
+}
+
+void Channel::Spawn(pool::Task<void> task) {
+  if (!state_->cq) return;  // configuration error: nothing runs
+  std::optional<size_t> here = state_->CurrentIndex();
+  size_t i = here ? *here : state_->IndexForCaller();
+  auto holder = std::make_shared<pool::Task<void>>(std::move(task));
+  runtime::EventLoop* loop = &state_->cq->loop(i);
+  state_->cq->Post(i, [loop, holder] { loop->Spawn(std::move(*holder)); });
+}
+
+void Channel::UnaryCallAsync(const std::string& method, ClientContext* ctx, std::string request,
+                             std::string* response, std::function<void(Status)> done) {
+  if (!state_->config_error.ok()) {
+    done(Status::FromAbsl(state_->config_error));
+    return;
+  }
+  Spawn(RunUnary(this, method, ctx, std::move(request), response, std::move(done)));
+}
+
+Status Channel::BlockingUnaryCall(const std::string& method, ClientContext* ctx,
+                                  const std::string& request, std::string* response) {
+  if (!state_->config_error.ok()) return Status::FromAbsl(state_->config_error);
+  if (state_->CurrentIndex()) {
+    return Status(StatusCode::FAILED_PRECONDITION,
+                  "a blocking call on one of the channel's own CQ threads would deadlock; "
+                  "use the coroutine or callback API there");
+  }
+  std::promise<Status> promise;
+  std::future<Status> result = promise.get_future();
+  UnaryCallAsync(method, ctx, request, response,
+                 [&promise](Status s) { promise.set_value(std::move(s)); });
+  return result.get();
+}
+
+static ConnectivityState Public(channel::ConnectivityState s) {
+  return static_cast<ConnectivityState>(static_cast<int>(s));
+}
+
+ConnectivityState Channel::GetState(bool try_to_connect) {
+  if (!state_->config_error.ok()) return ConnectivityState::TRANSIENT_FAILURE;
+  channel::ConnectivityState s = state_->Aggregate();
+  if (s == channel::ConnectivityState::kIdle && try_to_connect) {
+    auto st = state_;
+    Spawn([](std::shared_ptr<channel::ChannelState> st) -> pool::Task<void> {
+      std::optional<size_t> i = st->CurrentIndex();
+      if (!i) co_return;
+      if (auto sc = st->Pick(*i)) {
+        absl::StatusOr<channel::SubchannelLease> l = co_await sc->pool.Acquire();
+        (void)l;  // connected (kept in the pool) or failed (recorded): either way, done
+      }
+    }(st));
+  }
+  return Public(s);
+}
+
+bool Channel::WaitForStateChange(ConnectivityState last,
+                                 std::chrono::system_clock::time_point deadline) {
+  std::unique_lock<std::mutex> lock(state_->mu);
+  auto steady_deadline = std::chrono::steady_clock::now() + (deadline - std::chrono::system_clock::now());
+  for (;;) {
+    lock.unlock();
+    bool changed = Public(state_->Aggregate()) != last;
+    lock.lock();
+    if (changed) return true;
+    if (state_->state_cv.wait_until(lock, steady_deadline) == std::cv_status::timeout) {
+      lock.unlock();
+      bool c = Public(state_->Aggregate()) != last;
+      lock.lock();
+      return c;
+    }
+  }
+}
+
+bool Channel::WaitForConnected(std::chrono::system_clock::time_point deadline) {
+  for (;;) {
+    ConnectivityState s = GetState(true);
+    if (s == ConnectivityState::READY) return true;
+    if (!WaitForStateChange(s, deadline)) return false;
+  }
+}
+
+void Channel::Invalidate() {
+  std::vector<std::shared_ptr<channel::Subchannel>> all;
+  {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    all = state_->list;
+  }
+  for (auto& sc : all) sc->pool.Invalidate();
+  if (state_->cq) {
+    state_->PostToAll([all] {
+      for (auto& sc : all) sc->pool.ReapLocalShard();
+    });
+  }
+}
+
+pool::PoolMetrics Channel::Metrics() const {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  pool::PoolMetrics sum = state_->gone_metrics;
+  auto add = [&](const std::shared_ptr<channel::Subchannel>& sc) { sum += sc->pool.Metrics(); };
+  for (auto& sc : state_->list) add(sc);
+  for (auto& sc : state_->removed) add(sc);
+  return sum;
+}
+
+// ---- creation ------------------------------------------------------------------------
+
+namespace {
+
+std::shared_ptr<channel::ChannelState> NewState(const ChannelArguments& args) {
+  auto state = std::make_shared<channel::ChannelState>();
+  absl::StatusOr<channel::ChannelConfig> config = channel::ParseChannelArguments(args);
+  if (!config.ok()) {
+    state->config_error = config.status();
+    return state;
+  }
+  state->config = *config;
+  if (config->cq_threads == 0 && !config->poller) {
+    state->cq = channel::SharedCqThreads(&state->config_error);
+  } else {
+    absl::StatusOr<std::unique_ptr<runtime::CqThreads>> cq =
+        runtime::CqThreads::Start({.threads = config->cq_threads, .backend = config->poller});
+    if (cq.ok()) {
+      state->cq = std::move(*cq);
+    } else {
+      state->config_error = cq.status();
+    }
+  }
+  if (state->cq) state->per_thread.resize(state->cq->size());
+  return state;
+}
+
+void StartResolver(const std::shared_ptr<channel::ChannelState>& state,
+                   std::shared_ptr<channel::Resolver> resolver) {
+  state->resolver = std::move(resolver);
+  std::weak_ptr<channel::ChannelState> weak = state;
+  state->resolver->Start([weak](absl::StatusOr<channel::AddressList> update) {
+    if (auto s = weak.lock()) s->OnResolverUpdate(std::move(update));
+  });
+}
+
+}  // namespace
+
+std::shared_ptr<Channel> CreateChannel(const std::string& target,
+                                       const std::shared_ptr<ChannelCredentials>& creds) {
+  return CreateCustomChannel(target, creds, ChannelArguments());
+}
+
+std::shared_ptr<Channel> CreateCustomChannel(const std::string& target,
+                                             const std::shared_ptr<ChannelCredentials>& creds,
+                                             const ChannelArguments& args) {
+  std::shared_ptr<channel::ChannelState> state = NewState(args);
+  std::shared_ptr<Channel> channel(new Channel(state));
+  if (!state->config_error.ok()) return channel;
+  if (creds == nullptr || creds->secure()) {
+    state->config_error = absl::UnimplementedError(
+        "only InsecureChannelCredentials() are supported so far (TLS is not built yet)");
+    return channel;
+  }
+  absl::StatusOr<channel::Target> t = channel::ParseTarget(target);
+  if (!t.ok()) {
+    state->config_error = t.status();
+    return channel;
+  }
+  if (!args.values().count("grpc.default_authority")) {
+    state->config.connection.authority = t->authority;
+  }
+  std::shared_ptr<channel::Resolver> resolver;
+  if (t->kind == channel::Target::Kind::kStatic) {
+    resolver = std::make_shared<channel::StaticResolver>(t->addresses);
+  } else {
+    resolver = std::make_shared<channel::DnsResolver>(
+        t->host, t->port, state->config.dns_min_time_between_resolutions);
+  }
+  StartResolver(state, std::move(resolver));
+  return channel;
+}
+
+std::shared_ptr<Channel> CreateChannelWithResolver(const std::string& authority,
+                                                   std::shared_ptr<channel::Resolver> resolver,
+                                                   const ChannelArguments& args) {
+  std::shared_ptr<channel::ChannelState> state = NewState(args);
+  std::shared_ptr<Channel> channel(new Channel(state));
+  if (!state->config_error.ok()) return channel;
+  if (!args.values().count("grpc.default_authority")) {
+    state->config.connection.authority = authority;
+  }
+  StartResolver(state, std::move(resolver));
+  return channel;
+}
+
+Status ValidateChannelArguments(const ChannelArguments& args) {
+  return Status::FromAbsl(channel::ParseChannelArguments(args).status());
+}
+
+}  // namespace ringrpc

@@ -1,0 +1,133 @@
+// client/channel.h — the channel users create, as grpc::Channel: a target,
+// credentials and arguments; calls on it go to per-CQ-thread pooled HTTP/2
+// connections chosen by the load-balancing policy.
+//
+// Threading: a Channel is shared by any number of threads. Blocking calls
+// may be made from any thread that is not one of the channel's CQ threads
+// (they hop onto one and wait). Coroutine calls (Open, Unary) run on a CQ
+// thread: inside Spawn()ed work, or generated stubs' coroutine methods.
+//
+//   auto channel = ringrpc::CreateChannel("dns:///localhost:50051",
+//                                         ringrpc::InsecureChannelCredentials());
+//   ringrpc::ClientContext ctx;
+//   std::string reply;
+//   ringrpc::Status s = channel->BlockingUnaryCall(
+//       "/helloworld.Greeter/SayHello", &ctx, request_bytes, &reply);
+#ifndef RINGRPC_CLIENT_CHANNEL_H_
+#define RINGRPC_CLIENT_CHANNEL_H_
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "client/channel_arguments.h"
+#include "client/client_context.h"
+#include "client/status.h"
+#include "pool/metrics.h"
+#include "pool/task.h"
+
+namespace ringrpc {
+
+namespace channel {
+class Resolver;
+struct ChannelState;
+}  // namespace channel
+
+class ChannelCredentials {
+ public:
+  virtual ~ChannelCredentials() = default;
+  virtual bool secure() const = 0;
+};
+std::shared_ptr<ChannelCredentials> InsecureChannelCredentials();
+
+enum class ConnectivityState { IDLE, CONNECTING, READY, TRANSIENT_FAILURE, SHUTDOWN };
+
+// One open call: the stream plus the connection lease it runs on. Lives on
+// the CQ thread that opened it.
+class ClientCall {
+ public:
+  ~ClientCall();
+  ClientCall(const ClientCall&) = delete;
+  ClientCall& operator=(const ClientCall&) = delete;
+
+  pool::Task<Status> Write(std::string message);
+  void WritesDone();
+  pool::Task<std::optional<std::string>> Read();
+  // The status; also fills the context's server metadata and peer.
+  pool::Task<Status> Finish();
+  void Cancel();
+
+ private:
+  friend struct channel::ChannelState;
+  struct Impl;
+  explicit ClientCall(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+class Channel {
+ public:
+  ~Channel();
+  Channel(const Channel&) = delete;
+  Channel& operator=(const Channel&) = delete;
+
+  // ---- calls ------------------------------------------------------------------
+  // Any thread but the channel's CQ threads.
+  Status BlockingUnaryCall(const std::string& method, ClientContext* ctx,
+                           const std::string& request, std::string* response);
+  // Any thread; `done` runs on the CQ thread that ran the call.
+  void UnaryCallAsync(const std::string& method, ClientContext* ctx, std::string request,
+                      std::string* response, std::function<void(Status)> done);
+  // On a CQ thread of this channel (from Spawn()ed work).
+  pool::Task<Status> Unary(std::string method, ClientContext* ctx, std::string request,
+                           std::string* response);
+  pool::Task<std::unique_ptr<ClientCall>> Open(std::string method, ClientContext* ctx,
+                                               Status* status);
+  // Runs `task` on one of the channel's CQ threads (chosen by the calling
+  // thread, so one caller keeps to one thread's warm connections).
+  void Spawn(pool::Task<void> task);
+
+  // ---- state ------------------------------------------------------------------
+  ConnectivityState GetState(bool try_to_connect);
+  // Waits until the state differs from `last` or the deadline passes; false
+  // on timeout.
+  bool WaitForStateChange(ConnectivityState last, std::chrono::system_clock::time_point deadline);
+  // Waits until READY or the deadline; false on timeout.
+  bool WaitForConnected(std::chrono::system_clock::time_point deadline);
+
+  // Retires every connection made so far, on every thread, lazily (calls in
+  // flight finish on their connection).
+  void Invalidate();
+  // Pool counters summed over the channel's addresses.
+  pool::PoolMetrics Metrics() const;
+  // The channel's configuration error, if its target or arguments were bad
+  // (then every call fails with it).
+  Status configuration_status() const;
+
+ private:
+  friend std::shared_ptr<Channel> CreateChannelWithResolver(
+      const std::string&, std::shared_ptr<channel::Resolver>, const ChannelArguments&);
+  friend std::shared_ptr<Channel> CreateCustomChannel(
+      const std::string&, const std::shared_ptr<ChannelCredentials>&, const ChannelArguments&);
+  explicit Channel(std::shared_ptr<channel::ChannelState> state);
+  std::shared_ptr<channel::ChannelState> state_;
+};
+
+std::shared_ptr<Channel> CreateChannel(const std::string& target,
+                                       const std::shared_ptr<ChannelCredentials>& creds);
+std::shared_ptr<Channel> CreateCustomChannel(const std::string& target,
+                                             const std::shared_ptr<ChannelCredentials>& creds,
+                                             const ChannelArguments& args);
+// A channel fed by a resolver of your own (or a ManualResolver in tests);
+// `authority` is the :authority its calls carry.
+std::shared_ptr<Channel> CreateChannelWithResolver(const std::string& authority,
+                                                   std::shared_ptr<channel::Resolver> resolver,
+                                                   const ChannelArguments& args);
+
+// The configuration error a channel with these arguments would have, or OK.
+Status ValidateChannelArguments(const ChannelArguments& args);
+
+}  // namespace ringrpc
+
+#endif  // RINGRPC_CLIENT_CHANNEL_H_

@@ -1,0 +1,192 @@
+#include "client/channel/channel_config.h"
+
+#include <climits>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/str_cat.h"
+
+namespace ringrpc::channel {
+namespace {
+
+using std::chrono::milliseconds;
+
+class Reader {
+ public:
+  explicit Reader(const ChannelArguments& args) : args_(args) {}
+
+  // Applies `set` to an int key in [lo, hi], if present.
+  template <typename F>
+  void Int(const std::string& key, int64_t lo, int64_t hi, F set) {
+    if (!status_.ok()) return;
+    auto it = args_.values().find(key);
+    if (it == args_.values().end()) return;
+    const int* v = std::get_if<int>(&it->second);
+    if (v == nullptr) {
+      status_ = absl::InvalidArgumentError(
+          absl::StrCat("channel argument ", key, " must be an integer, got a string"));
+      return;
+    }
+    if (*v < lo || *v > hi) {
+      status_ = absl::InvalidArgumentError(absl::StrCat(
+          "channel argument ", key, " must be in [", lo, ", ", hi, "], got ", *v));
+      return;
+    }
+    set(*v);
+  }
+
+  template <typename F>
+  void String(const std::string& key, F set) {
+    if (!status_.ok()) return;
+    auto it = args_.values().find(key);
+    if (it == args_.values().end()) return;
+    const std::string* v = std::get_if<std::string>(&it->second);
+    if (v == nullptr) {
+      status_ = absl::InvalidArgumentError(
+          absl::StrCat("channel argument ", key, " must be a string, got an integer"));
+      return;
+    }
+    absl::Status s = set(*v);
+    if (!s.ok()) status_ = s;
+  }
+
+  absl::Status status() const { return status_; }
+
+ private:
+  const ChannelArguments& args_;
+  absl::Status status_;
+};
+
+absl::StatusOr<LbPolicy> LbPolicyFromName(const std::string& key, const std::string& name) {
+  if (name == "pick_first") return LbPolicy::kPickFirst;
+  if (name == "round_robin") return LbPolicy::kRoundRobin;
+  return absl::InvalidArgumentError(absl::StrCat(
+      "channel argument ", key, ": unknown load balancing policy \"", name,
+      "\" (ringrpc has pick_first and round_robin)"));
+}
+
+// The parts of a gRPC service config ringrpc reads: loadBalancingConfig
+// (the first policy it knows, as gRPC picks) or loadBalancingPolicy.
+absl::Status ApplyServiceConfig(const std::string& text, ChannelConfig& c) {
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) {
+    return absl::InvalidArgumentError(
+        "channel argument grpc.service_config: not a JSON object");
+  }
+  if (auto it = j.find("loadBalancingConfig"); it != j.end()) {
+    if (!it->is_array()) {
+      return absl::InvalidArgumentError(
+          "grpc.service_config: loadBalancingConfig must be an array");
+    }
+    for (const auto& entry : *it) {
+      if (!entry.is_object() || entry.size() != 1) {
+        return absl::InvalidArgumentError(
+            "grpc.service_config: each loadBalancingConfig entry must be an object "
+            "with one policy");
+      }
+      absl::StatusOr<LbPolicy> p =
+          LbPolicyFromName("grpc.service_config", entry.begin().key());
+      if (p.ok()) {
+        c.lb_policy = *p;
+        return absl::OkStatus();
+      }
+    }
+    return absl::InvalidArgumentError(
+        "grpc.service_config: no policy in loadBalancingConfig that ringrpc knows "
+        "(pick_first, round_robin)");
+  }
+  if (auto it = j.find("loadBalancingPolicy"); it != j.end()) {
+    if (!it->is_string()) {
+      return absl::InvalidArgumentError(
+          "grpc.service_config: loadBalancingPolicy must be a string");
+    }
+    std::string name = it->get<std::string>();
+    for (char& ch : name) ch = static_cast<char>(std::tolower(ch));  // "ROUND_ROBIN"
+    absl::StatusOr<LbPolicy> p = LbPolicyFromName("grpc.service_config", name);
+    if (!p.ok()) return p.status();
+    c.lb_policy = *p;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<ChannelConfig> ParseChannelArguments(const ChannelArguments& args) {
+  ChannelConfig c;
+  c.pool.max_size = 2;
+  c.pool.max_concurrent_connects = 1;  // gRPC A105: one attempt at a time
+  c.pool.max_leases_per_connection = 100;
+  c.pool.lifetime_jitter = 0.05;
+  Reader r(args);
+  auto ms = [](int v) { return Duration(milliseconds(v)); };
+  auto& conn = c.connection;
+
+  r.Int("grpc.max_receive_message_length", -1, INT_MAX, [&](int v) {
+    conn.max_receive_message_size = v < 0 ? UINT32_MAX : uint32_t(v);
+  });
+  r.Int("grpc.max_send_message_length", -1, INT_MAX, [&](int v) {
+    conn.max_send_message_size = v < 0 ? std::nullopt : std::optional<uint32_t>(v);
+  });
+  r.Int("grpc.max_metadata_size", 1, INT_MAX, [&](int v) { conn.max_metadata_size = v; });
+  r.Int("grpc.keepalive_time_ms", 1, INT_MAX, [&](int v) {
+    if (v != INT_MAX) conn.keepalive_time = ms(v);  // INT_MAX: grpc's "off"
+  });
+  r.Int("grpc.keepalive_timeout_ms", 1, INT_MAX, [&](int v) { conn.keepalive_timeout = ms(v); });
+  r.Int("grpc.keepalive_permit_without_calls", 0, 1,
+        [&](int v) { conn.keepalive_permit_without_calls = v == 1; });
+  r.Int("grpc.http2.max_pings_without_data", 0, INT_MAX,
+        [&](int v) { conn.max_pings_without_data = v; });
+  r.Int("grpc.initial_reconnect_backoff_ms", 1, INT_MAX,
+        [&](int v) { c.backoff.initial = ms(v); });
+  r.Int("grpc.max_reconnect_backoff_ms", 1, INT_MAX, [&](int v) { c.backoff.max = ms(v); });
+  r.Int("grpc.min_reconnect_backoff_ms", 1, INT_MAX,
+        [&](int v) { c.backoff.min_connect_timeout = ms(v); });
+  r.Int("grpc.dns_min_time_between_resolutions_ms", 0, INT_MAX,
+        [&](int v) { c.dns_min_time_between_resolutions = ms(v); });
+  r.Int("grpc.use_local_subchannel_pool", 0, 1,
+        [&](int v) { c.use_local_subchannel_pool = v == 1; });
+  r.String("grpc.lb_policy_name", [&](const std::string& v) -> absl::Status {
+    absl::StatusOr<LbPolicy> p = LbPolicyFromName("grpc.lb_policy_name", v);
+    if (p.ok()) c.lb_policy = *p;
+    return p.status();
+  });
+  r.String("grpc.service_config",
+           [&](const std::string& v) { return ApplyServiceConfig(v, c); });
+  r.String("grpc.default_authority", [&](const std::string& v) -> absl::Status {
+    conn.authority = v;
+    return absl::OkStatus();
+  });
+  r.String("grpc.primary_user_agent", [&](const std::string& v) -> absl::Status {
+    conn.user_agent = absl::StrCat(v, " ", conn.user_agent);
+    return absl::OkStatus();
+  });
+  r.Int("ringrpc.cq_threads", 0, 1024, [&](int v) { c.cq_threads = v; });
+  r.String("ringrpc.poller", [&](const std::string& v) -> absl::Status {
+    if (v == "io_uring") c.poller = runtime::Backend::kIoUring;
+    else if (v == "epoll") c.poller = runtime::Backend::kEpoll;
+    else return absl::InvalidArgumentError(absl::StrCat(
+        "channel argument ringrpc.poller must be \"io_uring\" or \"epoll\", got \"", v, "\""));
+    return absl::OkStatus();
+  });
+  r.Int("ringrpc.connections_per_thread", 1, 1024, [&](int v) { c.pool.max_size = v; });
+  r.Int("ringrpc.max_concurrent_streams", 1, INT_MAX, [&](int v) {
+    conn.max_concurrent_streams = v;
+    c.pool.max_leases_per_connection = v;
+  });
+  r.Int("ringrpc.connect_timeout_ms", 1, INT_MAX, [&](int v) { conn.connect_timeout = ms(v); });
+  r.Int("ringrpc.idle_timeout_ms", 1, INT_MAX, [&](int v) { c.pool.idle_timeout = ms(v); });
+  r.Int("ringrpc.max_connection_age_ms", 1, INT_MAX,
+        [&](int v) { c.pool.max_lifetime = ms(v); });
+  r.Int("ringrpc.min_idle_per_thread", 0, 1024, [&](int v) { c.pool.min_idle = v; });
+  r.Int("ringrpc.reservoir_capacity", 0, 1 << 20, [&](int v) { c.reservoir_capacity = v; });
+  if (absl::Status s = r.status(); !s.ok()) return s;
+  if (c.pool.min_idle > c.pool.max_size) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "channel argument ringrpc.min_idle_per_thread (", c.pool.min_idle,
+        ") must be <= ringrpc.connections_per_thread (", c.pool.max_size, ")"));
+  }
+  if (absl::Status s = pool::ValidatePoolConfig(c.pool); !s.ok()) return s;
+  return c;
+}
+
+}  // namespace ringrpc::channel

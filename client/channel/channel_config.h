@@ -1,0 +1,51 @@
+// client/channel/channel_config.h — ChannelArguments checked and turned
+// into typed settings. A known key with the wrong type or an out-of-range
+// value is INVALID_ARGUMENT naming the key; unknown keys are ignored, as
+// grpc does. docs/channel-args.md is the reference for every key here.
+#ifndef RINGRPC_CLIENT_CHANNEL_CHANNEL_CONFIG_H_
+#define RINGRPC_CLIENT_CHANNEL_CHANNEL_CONFIG_H_
+
+#include <optional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "client/channel_arguments.h"
+#include "client/runtime/event_loop.h"
+#include "client/transport/http2_connection.h"
+#include "pool/config.h"
+
+namespace ringrpc::channel {
+
+using pool::Duration;
+using pool::TimePoint;
+
+enum class LbPolicy { kPickFirst, kRoundRobin };
+
+// gRPC's connection-backoff parameters.
+struct BackoffConfig {
+  Duration initial = std::chrono::seconds(1);
+  double multiplier = 1.6;
+  double jitter = 0.2;
+  Duration max = std::chrono::seconds(120);
+  Duration min_connect_timeout = std::chrono::seconds(20);
+};
+
+struct ChannelConfig {
+  transport::ConnectionOptions connection;
+  BackoffConfig backoff;
+  LbPolicy lb_policy = LbPolicy::kPickFirst;
+  Duration dns_min_time_between_resolutions = std::chrono::seconds(30);
+  bool use_local_subchannel_pool = false;
+  // CQ threads of the channel's own set; 0 = the process-wide shared set.
+  size_t cq_threads = 0;
+  std::optional<runtime::Backend> poller;
+  // Per thread, per address: the pool's configuration.
+  pool::PoolConfig pool;
+  size_t reservoir_capacity = 0;  // 0: no reservoir
+};
+
+absl::StatusOr<ChannelConfig> ParseChannelArguments(const ChannelArguments& args);
+
+}  // namespace ringrpc::channel
+
+#endif  // RINGRPC_CLIENT_CHANNEL_CHANNEL_CONFIG_H_

@@ -1,0 +1,116 @@
+#include "client/channel/channel_config.h"
+
+#include <gtest/gtest.h>
+
+#include "client/channel/backoff.h"
+
+namespace ringrpc::channel {
+namespace {
+
+using std::chrono::milliseconds;
+
+TEST(ChannelConfig, DefaultsFollowGrpc) {
+  absl::StatusOr<ChannelConfig> c = ParseChannelArguments(ChannelArguments());
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->connection.max_receive_message_size, 4u << 20);
+  EXPECT_FALSE(c->connection.max_send_message_size.has_value());
+  EXPECT_FALSE(c->connection.keepalive_time.has_value());
+  EXPECT_EQ(c->lb_policy, LbPolicy::kPickFirst);
+  EXPECT_EQ(c->backoff.initial, std::chrono::seconds(1));
+  EXPECT_EQ(c->backoff.max, std::chrono::seconds(120));
+  EXPECT_EQ(c->pool.max_concurrent_connects, 1u);  // A105
+}
+
+TEST(ChannelConfig, KnownKeysAreRead) {
+  ChannelArguments a;
+  a.SetInt("grpc.keepalive_time_ms", 30000);
+  a.SetInt("grpc.keepalive_permit_without_calls", 1);
+  a.SetMaxReceiveMessageSize(-1);
+  a.SetMaxSendMessageSize(1024);
+  a.SetLoadBalancingPolicyName("round_robin");
+  a.SetInt("ringrpc.connections_per_thread", 4);
+  a.SetInt("ringrpc.max_concurrent_streams", 50);
+  a.SetString("not.a.known.key", "ignored");
+  absl::StatusOr<ChannelConfig> c = ParseChannelArguments(a);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(*c->connection.keepalive_time, milliseconds(30000));
+  EXPECT_TRUE(c->connection.keepalive_permit_without_calls);
+  EXPECT_EQ(c->connection.max_receive_message_size, UINT32_MAX);
+  EXPECT_EQ(*c->connection.max_send_message_size, 1024u);
+  EXPECT_EQ(c->lb_policy, LbPolicy::kRoundRobin);
+  EXPECT_EQ(c->pool.max_size, 4u);
+  EXPECT_EQ(c->pool.max_leases_per_connection, 50u);
+  EXPECT_EQ(c->connection.max_concurrent_streams, 50u);
+}
+
+TEST(ChannelConfig, WrongTypeOrRangeNamesTheKey) {
+  struct Case {
+    std::function<void(ChannelArguments&)> set;
+    std::string message;
+  };
+  std::vector<Case> cases = {
+      {[](auto& a) { a.SetString("grpc.keepalive_time_ms", "10s"); },
+       "grpc.keepalive_time_ms must be an integer"},
+      {[](auto& a) { a.SetInt("grpc.keepalive_timeout_ms", 0); },
+       "grpc.keepalive_timeout_ms must be in [1, "},
+      {[](auto& a) { a.SetInt("grpc.keepalive_permit_without_calls", 2); },
+       "grpc.keepalive_permit_without_calls must be in [0, 1], got 2"},
+      {[](auto& a) { a.SetInt("grpc.max_receive_message_length", -2); },
+       "grpc.max_receive_message_length must be in [-1, "},
+      {[](auto& a) { a.SetInt("grpc.lb_policy_name", 1); },
+       "grpc.lb_policy_name must be a string"},
+      {[](auto& a) { a.SetLoadBalancingPolicyName("weighted"); },
+       "unknown load balancing policy \"weighted\""},
+      {[](auto& a) { a.SetServiceConfigJSON("{not json"); }, "not a JSON object"},
+      {[](auto& a) { a.SetInt("ringrpc.connections_per_thread", 0); },
+       "ringrpc.connections_per_thread must be in [1, 1024], got 0"},
+      {[](auto& a) { a.SetString("ringrpc.poller", "kqueue"); }, "ringrpc.poller"},
+      {[](auto& a) {
+         a.SetInt("ringrpc.min_idle_per_thread", 3);
+         a.SetInt("ringrpc.connections_per_thread", 2);
+       },
+       "ringrpc.min_idle_per_thread (3) must be <= ringrpc.connections_per_thread (2)"},
+  };
+  for (const Case& c : cases) {
+    ChannelArguments a;
+    c.set(a);
+    absl::StatusOr<ChannelConfig> r = ParseChannelArguments(a);
+    ASSERT_FALSE(r.ok()) << c.message;
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(std::string(r.status().message()).find(c.message), std::string::npos)
+        << r.status();
+  }
+}
+
+TEST(ChannelConfig, ServiceConfigLoadBalancing) {
+  ChannelArguments a;
+  a.SetServiceConfigJSON(R"({"loadBalancingConfig":[{"weighted_target":{}},{"round_robin":{}}]})");
+  EXPECT_EQ(ParseChannelArguments(a)->lb_policy, LbPolicy::kRoundRobin);  // first known
+  ChannelArguments b;
+  b.SetServiceConfigJSON(R"({"loadBalancingPolicy":"ROUND_ROBIN"})");
+  EXPECT_EQ(ParseChannelArguments(b)->lb_policy, LbPolicy::kRoundRobin);
+  ChannelArguments c;
+  c.SetServiceConfigJSON(R"({"loadBalancingConfig":[{"grpclb":{}}]})");
+  EXPECT_EQ(ParseChannelArguments(c).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(Backoff, FollowsTheConnectionBackoffSpec) {
+  BackoffConfig cfg;  // 1 s, x1.6, jitter 0.2, max 120 s
+  ConnectionBackoff b(cfg);
+  const uint64_t mid = uint64_t{1} << 63;  // u = 0.5: no jitter
+  EXPECT_EQ(b.NextDelay(mid), std::chrono::seconds(1));
+  EXPECT_EQ(b.NextDelay(mid), milliseconds(1600));
+  EXPECT_EQ(b.NextDelay(mid), milliseconds(2560));
+  for (int i = 0; i < 20; ++i) b.NextDelay(mid);
+  EXPECT_EQ(b.NextDelay(mid), std::chrono::seconds(120));  // capped
+  EXPECT_EQ(b.ConnectDeadline(), std::chrono::seconds(120));
+  b.Reset();
+  EXPECT_EQ(b.ConnectDeadline(), std::chrono::seconds(20));  // min connect timeout
+  // Jitter stays within +-20%.
+  ConnectionBackoff lo(cfg), hi(cfg);
+  EXPECT_EQ(lo.NextDelay(0), milliseconds(800));
+  EXPECT_GT(hi.NextDelay(~uint64_t{0}), milliseconds(1199));
+}
+
+}  // namespace
+}  // namespace ringrpc::channel

@@ -1,0 +1,108 @@
+#include "client/channel/resolver.h"
+
+#include <netdb.h>
+#include <netinet/in.h>
+
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+
+namespace ringrpc::channel {
+
+void ManualResolver::Start(ResolverListener listener) {
+  std::optional<absl::StatusOr<AddressList>> pending;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    listener_ = std::move(listener);
+    pending.swap(pending_);
+  }
+  if (pending) Push(std::move(*pending));
+}
+
+void ManualResolver::Push(absl::StatusOr<AddressList> update) {
+  std::lock_guard<std::mutex> lock(mu_);  // one listener call at a time
+  if (!listener_) {
+    pending_ = std::move(update);
+    return;
+  }
+  listener_(std::move(update));
+}
+
+void ManualResolver::Shutdown() {
+  std::lock_guard<std::mutex> lock(mu_);
+  listener_ = nullptr;
+}
+
+DnsResolver::DnsResolver(std::string host, uint16_t port, pool::Duration min_interval)
+    : host_(std::move(host)), port_(port), min_interval_(min_interval) {}
+
+DnsResolver::~DnsResolver() { Shutdown(); }
+
+void DnsResolver::Start(ResolverListener listener) {
+  std::lock_guard<std::mutex> lock(mu_);
+  listener_ = std::move(listener);
+  requested_ = true;
+  thread_ = std::thread([this] { Loop(); });
+}
+
+void DnsResolver::RequestReresolution() {
+  std::lock_guard<std::mutex> lock(mu_);
+  requested_ = true;
+  cv_.notify_one();
+}
+
+void DnsResolver::Shutdown() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+    cv_.notify_one();
+  }
+  if (thread_.joinable()) thread_.join();
+}
+
+void DnsResolver::Loop() {
+  auto last = pool::Clock::now() - min_interval_;
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    cv_.wait(lock, [&] { return stop_ || requested_; });
+    if (stop_) return;
+    // No more often than the minimum interval (waiting out the rest).
+    auto next = last + min_interval_;
+    if (pool::Clock::now() < next && cv_.wait_until(lock, next, [&] { return stop_; })) return;
+    requested_ = false;
+    lock.unlock();
+    addrinfo hints{};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    addrinfo* res = nullptr;
+    std::string port = std::to_string(port_);
+    int rc = ::getaddrinfo(host_.c_str(), port.c_str(), &hints, &res);
+    absl::StatusOr<AddressList> result;
+    if (rc != 0) {
+      result = absl::UnavailableError(
+          absl::StrCat("DNS resolution of ", host_, " failed: ", gai_strerror(rc)));
+    } else {
+      AddressList list;
+      for (addrinfo* ai = res; ai != nullptr; ai = ai->ai_next) {
+        transport::Address a;
+        std::memcpy(&a.storage, ai->ai_addr, ai->ai_addrlen);
+        a.len = ai->ai_addrlen;
+        bool dup = false;
+        for (auto& b : list) dup |= b.ToString() == a.ToString();
+        if (!dup) list.push_back(a);
+      }
+      ::freeaddrinfo(res);
+      result = std::move(list);
+    }
+    ++resolutions_;
+    last = pool::Clock::now();
+    lock.lock();
+    if (stop_) return;
+    ResolverListener listener = listener_;
+    lock.unlock();
+    listener(std::move(result));  // one call at a time: only this thread calls
+    lock.lock();
+  }
+}
+
+}  // namespace ringrpc::channel

@@ -1,0 +1,100 @@
+// client/channel/resolver.h — how a channel learns its addresses. A public
+// interface (plug in your own discovery), plus the resolvers ringrpc ships:
+// static (ipv4:, ipv6:, unix:), DNS (getaddrinfo on its own thread, never
+// on a CQ thread, re-resolving on request but no more often than the
+// configured minimum interval), and a manual one that tests drive.
+//
+// Threading: a resolver may call its listener from any thread, but never
+// two calls at once and never after Shutdown() returns.
+//
+//   auto r = std::make_shared<ManualResolver>();
+//   ... CreateChannelWithResolver(r, ...);
+//   r->Push({addr_b});   // the channel switches to B, bumping its generation
+#ifndef RINGRPC_CLIENT_CHANNEL_RESOLVER_H_
+#define RINGRPC_CLIENT_CHANNEL_RESOLVER_H_
+
+#include <condition_variable>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <atomic>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "client/transport/address.h"
+#include "pool/runtime.h"
+
+namespace ringrpc::channel {
+
+using AddressList = std::vector<transport::Address>;
+using ResolverListener = std::function<void(absl::StatusOr<AddressList>)>;
+
+class Resolver {
+ public:
+  virtual ~Resolver() = default;
+  // Begins resolving; results (or errors) go to `listener`.
+  virtual void Start(ResolverListener listener) = 0;
+  // A connection failed: resolve again when allowed.
+  virtual void RequestReresolution() {}
+  // No listener call happens after this returns.
+  virtual void Shutdown() = 0;
+};
+
+// A fixed list, delivered once.
+class StaticResolver final : public Resolver {
+ public:
+  explicit StaticResolver(AddressList addresses) : addresses_(std::move(addresses)) {}
+  void Start(ResolverListener listener) override { listener(addresses_); }
+  void Shutdown() override {}
+
+ private:
+  AddressList addresses_;
+};
+
+// Tests push updates; each Push reaches the listener at once.
+class ManualResolver final : public Resolver {
+ public:
+  void Start(ResolverListener listener) override;
+  void Push(absl::StatusOr<AddressList> update);
+  void RequestReresolution() override { ++reresolution_requests_; }
+  void Shutdown() override;
+  int reresolution_requests() const { return reresolution_requests_; }
+
+ private:
+  std::mutex mu_;
+  ResolverListener listener_;
+  std::optional<absl::StatusOr<AddressList>> pending_;  // pushed before Start
+  std::atomic<int> reresolution_requests_{0};
+};
+
+// getaddrinfo on a thread of its own.
+class DnsResolver final : public Resolver {
+ public:
+  DnsResolver(std::string host, uint16_t port, pool::Duration min_interval);
+  ~DnsResolver() override;
+  void Start(ResolverListener listener) override;
+  void RequestReresolution() override;
+  void Shutdown() override;
+  int resolutions() const { return resolutions_; }
+
+ private:
+  void Loop();
+
+  const std::string host_;
+  const uint16_t port_;
+  const pool::Duration min_interval_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool requested_ = false;
+  bool stop_ = false;
+  ResolverListener listener_;
+  std::thread thread_;
+  std::atomic<int> resolutions_{0};
+};
+
+}  // namespace ringrpc::channel
+
+#endif  // RINGRPC_CLIENT_CHANNEL_RESOLVER_H_

@@ -1,0 +1,37 @@
+// client/channel/target.h — parsing a channel target URI.
+//
+//   dns:///host:port, dns://dns-server/host:port, dns:host:port, host:port
+//   ipv4:a.b.c.d:port[,a.b.c.d:port...]
+//   ipv6:[addr]:port[,[addr]:port...]
+//   unix:path, unix:///abs/path, unix-abstract:name
+//
+// A malformed target is INVALID_ARGUMENT saying what is wrong.
+#ifndef RINGRPC_CLIENT_CHANNEL_TARGET_H_
+#define RINGRPC_CLIENT_CHANNEL_TARGET_H_
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "client/transport/address.h"
+
+namespace ringrpc::channel {
+
+struct Target {
+  enum class Kind { kDns, kStatic };
+  Kind kind = Kind::kDns;
+  // kDns: what to resolve.
+  std::string host;
+  uint16_t port = 443;
+  // kStatic: the addresses themselves.
+  std::vector<transport::Address> addresses;
+  // The :authority calls carry unless grpc.default_authority overrides it.
+  std::string authority;
+};
+
+absl::StatusOr<Target> ParseTarget(std::string_view target);
+
+}  // namespace ringrpc::channel
+
+#endif  // RINGRPC_CLIENT_CHANNEL_TARGET_H_

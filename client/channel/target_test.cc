@@ -1,0 +1,52 @@
+#include "client/channel/target.h"
+
+#include <gtest/gtest.h>
+
+namespace ringrpc::channel {
+namespace {
+
+TEST(Target, DnsFormsAndBareHostPort) {
+  for (const char* t : {"dns:///example.com:50051", "dns://8.8.8.8/example.com:50051",
+                        "dns:example.com:50051", "example.com:50051"}) {
+    absl::StatusOr<Target> p = ParseTarget(t);
+    ASSERT_TRUE(p.ok()) << t << ": " << p.status();
+    EXPECT_EQ(p->kind, Target::Kind::kDns) << t;
+    EXPECT_EQ(p->host, "example.com") << t;
+    EXPECT_EQ(p->port, 50051) << t;
+    EXPECT_EQ(p->authority, "example.com:50051") << t;
+  }
+  EXPECT_EQ(ParseTarget("example.com")->port, 443);  // gRPC's default port
+  EXPECT_EQ(ParseTarget("dns:///[::1]:80")->host, "::1");
+}
+
+TEST(Target, StaticForms) {
+  absl::StatusOr<Target> v4 = ParseTarget("ipv4:127.0.0.1:1000,10.0.0.2:2000");
+  ASSERT_TRUE(v4.ok()) << v4.status();
+  ASSERT_EQ(v4->addresses.size(), 2u);
+  EXPECT_EQ(v4->addresses[1].ToString(), "10.0.0.2:2000");
+  EXPECT_EQ(v4->authority, "127.0.0.1:1000");
+  EXPECT_EQ(ParseTarget("ipv6:[::1]:80")->addresses.at(0).ToString(), "[::1]:80");
+  EXPECT_EQ(ParseTarget("unix:/tmp/a.sock")->addresses.at(0).ToString(), "unix:/tmp/a.sock");
+  EXPECT_EQ(ParseTarget("unix-abstract:svc")->addresses.at(0).ToString(), "unix-abstract:svc");
+}
+
+TEST(Target, MalformedTargetsSayWhy) {
+  struct Case {
+    const char* target;
+    const char* why;
+  };
+  for (Case c : {Case{"", "empty"}, Case{"dns:///:80", "missing host"},
+                 Case{"host:99999", "port out of range"}, Case{"host:abc", "not a number"},
+                 Case{"ipv4:", "no addresses"}, Case{"ipv4:1.2.3.4:5,[::1]:6", "not an ipv4"},
+                 Case{"ipv6:1.2.3.4:5", "not an ipv6"}, Case{"xds:///svc", "unknown scheme"},
+                 Case{"::1:80", "need [brackets]"}, Case{"unix:", "empty unix socket path"}}) {
+    absl::StatusOr<Target> p = ParseTarget(c.target);
+    ASSERT_FALSE(p.ok()) << c.target;
+    EXPECT_EQ(p.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(std::string(p.status().message()).find(c.why), std::string::npos)
+        << c.target << " -> " << p.status();
+  }
+}
+
+}  // namespace
+}  // namespace ringrpc::channel

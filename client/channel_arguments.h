@@ -1,0 +1,49 @@
+// client/channel_arguments.h — the key/value settings a channel is created
+// with, as grpc::ChannelArguments: grpc keys keep grpc's meaning; ringrpc's
+// own knobs use "ringrpc.*" keys. docs/channel-args.md lists every key read.
+//
+//   ringrpc::ChannelArguments args;
+//   args.SetInt("grpc.keepalive_time_ms", 30000);
+//   args.SetLoadBalancingPolicyName("round_robin");
+//   auto channel = ringrpc::CreateCustomChannel(target, creds, args);
+#ifndef RINGRPC_CLIENT_CHANNEL_ARGUMENTS_H_
+#define RINGRPC_CLIENT_CHANNEL_ARGUMENTS_H_
+
+#include <map>
+#include <string>
+#include <variant>
+
+namespace ringrpc {
+
+class ChannelArguments {
+ public:
+  using Value = std::variant<int, std::string>;
+
+  void SetInt(const std::string& key, int value) { values_[key] = value; }
+  void SetString(const std::string& key, const std::string& value) {
+    values_[key] = value;
+  }
+  // -1: unlimited.
+  void SetMaxReceiveMessageSize(int size) {
+    SetInt("grpc.max_receive_message_length", size);
+  }
+  void SetMaxSendMessageSize(int size) { SetInt("grpc.max_send_message_length", size); }
+  void SetLoadBalancingPolicyName(const std::string& name) {
+    SetString("grpc.lb_policy_name", name);
+  }
+  void SetServiceConfigJSON(const std::string& json) {
+    SetString("grpc.service_config", json);
+  }
+  void SetUserAgentPrefix(const std::string& prefix) {
+    SetString("grpc.primary_user_agent", prefix);
+  }
+
+  const std::map<std::string, Value>& values() const { return values_; }
+
+ private:
+  std::map<std::string, Value> values_;
+};
+
+}  // namespace ringrpc
+
+#endif  // RINGRPC_CLIENT_CHANNEL_ARGUMENTS_H_

@@ -1,0 +1,299 @@
+// The channel end to end against real grpc++ servers (child processes):
+// target forms, configuration errors, fail-fast and wait_for_ready with the
+// shared backoff, round_robin, a resolver switch under load, cancellation,
+// the callback API, connectivity state and Invalidate().
+#include "client/channel.h"
+
+#include <arpa/inet.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <random>
+#include <future>
+#include <map>
+#include <thread>
+
+#include "client/channel/resolver.h"
+#include "tests/proto/echo_test.pb.h"
+#include "tests/testing/server_process.h"
+
+namespace ringrpc {
+namespace {
+
+using std::chrono::milliseconds;
+using ::testing::HasSubstr;
+using test::EchoRequest;
+using test::EchoResponse;
+
+constexpr char kUnary[] = "/ringrpc.test.TestService/Unary";
+constexpr char kStats[] = "/ringrpc.test.TestService/Stats";
+
+std::unique_ptr<testing::ServerProcess> StartServer(std::string listen = "127.0.0.1:0") {
+  auto s = testing::ServerProcess::Start(listen);
+  EXPECT_TRUE(s.ok()) << s.status();
+  return s.ok() ? std::move(*s) : nullptr;
+}
+
+// A port with nothing listening on it (bound, then released).
+int FreePort() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t len = sizeof a;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+Status Echo(Channel& ch, const std::string& payload, std::string* got,
+            ClientContext* ctx = nullptr, int sleep_ms = 0) {
+  ClientContext local;
+  if (ctx == nullptr) ctx = &local;
+  EchoRequest req;
+  req.set_payload(payload);
+  req.set_sleep_ms(sleep_ms);
+  std::string reply;
+  Status s = ch.BlockingUnaryCall(kUnary, ctx, req.SerializeAsString(), &reply);
+  EchoResponse resp;
+  if (s.ok() && got != nullptr && resp.ParseFromString(reply)) *got = resp.payload();
+  return s;
+}
+
+int64_t ServerCalls(const testing::ServerProcess& server) {
+  auto ch = CreateChannel(server.address(), InsecureChannelCredentials());
+  ClientContext ctx;
+  std::string reply;
+  Status s = ch->BlockingUnaryCall(kStats, &ctx, "", &reply);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  test::StatsResponse stats;
+  stats.ParseFromString(reply);
+  return stats.calls();
+}
+
+TEST(Channel, BlockingUnaryOverEachTargetForm) {
+  auto tcp = StartServer();
+  // /tmp is shared by parallel test runs; pids are not (PID namespaces).
+  std::string sock = absl::StrCat("/tmp/ringrpc-ch-", std::random_device()(), ".sock");
+  auto unix_server = StartServer("unix:" + sock);
+  for (std::string target :
+       {tcp->address(), absl::StrCat("dns:///", tcp->address()),
+        absl::StrCat("ipv4:", tcp->address()), "unix:" + sock}) {
+    auto ch = CreateChannel(target, InsecureChannelCredentials());
+    ClientContext ctx;
+    std::string got;
+    Status s = Echo(*ch, "hi " + target, &got, &ctx);
+    ASSERT_TRUE(s.ok()) << target << ": " << s.ToString();
+    EXPECT_EQ(got, "hi " + target);
+    EXPECT_FALSE(ctx.peer().empty());
+  }
+}
+
+TEST(Channel, ConfigurationErrorsFailEveryCallNamingTheProblem) {
+  auto bad_target = CreateChannel("xds:///nope", InsecureChannelCredentials());
+  Status s = Echo(*bad_target, "x", nullptr);
+  EXPECT_EQ(s.error_code(), StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(), HasSubstr("unknown scheme"));
+
+  ChannelArguments args;
+  args.SetInt("grpc.keepalive_timeout_ms", -5);
+  EXPECT_EQ(ValidateChannelArguments(args).error_code(), StatusCode::INVALID_ARGUMENT);
+  auto bad_args = CreateCustomChannel("127.0.0.1:1", InsecureChannelCredentials(), args);
+  s = Echo(*bad_args, "x", nullptr);
+  EXPECT_EQ(s.error_code(), StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(), HasSubstr("grpc.keepalive_timeout_ms"));
+  EXPECT_EQ(bad_args->GetState(true), ConnectivityState::TRANSIENT_FAILURE);
+}
+
+TEST(Channel, FailFastCarriesTheConnectErrorAndThreadsShareOneBackoff) {
+  auto ch = CreateChannel(absl::StrCat("127.0.0.1:", FreePort()), InsecureChannelCredentials());
+  auto start = std::chrono::steady_clock::now();
+  Status first = Echo(*ch, "x", nullptr);
+  EXPECT_EQ(first.error_code(), StatusCode::UNAVAILABLE);
+  EXPECT_THAT(first.error_message(), HasSubstr("Connection refused"));
+  // Calls from other threads during the backoff fail at once with the same
+  // cause and no new dial.
+  std::vector<std::thread> threads;
+  std::atomic<int> backing_off{0};
+  for (int i = 0; i < 4; ++i) {
+    threads.emplace_back([&] {
+      Status s = Echo(*ch, "x", nullptr);
+      if (s.error_code() == StatusCode::UNAVAILABLE &&
+          s.error_message().find("Connection refused") != std::string::npos) {
+        ++backing_off;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(backing_off.load(), 4);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, milliseconds(900));
+  EXPECT_EQ(ch->Metrics().connect_failures, 1u);  // one dial, not five
+  EXPECT_EQ(ch->GetState(false), ConnectivityState::TRANSIENT_FAILURE);
+}
+
+TEST(Channel, WaitForReadyWaitsUntilTheDeadline) {
+  auto ch = CreateChannel(absl::StrCat("127.0.0.1:", FreePort()), InsecureChannelCredentials());
+  ClientContext ctx;
+  ctx.set_wait_for_ready(true);
+  ctx.set_deadline(std::chrono::system_clock::now() + milliseconds(300));
+  auto start = std::chrono::steady_clock::now();
+  Status s = Echo(*ch, "x", nullptr, &ctx);
+  auto took = std::chrono::steady_clock::now() - start;
+  EXPECT_EQ(s.error_code(), StatusCode::DEADLINE_EXCEEDED) << s.ToString();
+  EXPECT_THAT(s.error_message(), HasSubstr("Connection refused"));
+  EXPECT_GE(took, milliseconds(295));
+  EXPECT_LT(took, milliseconds(300 + 100));
+}
+
+TEST(Channel, WaitForReadyCallSucceedsOnceTheServerComesUp) {
+  int port = FreePort();
+  ChannelArguments args;
+  args.SetInt("grpc.initial_reconnect_backoff_ms", 100);
+  auto ch = CreateCustomChannel(absl::StrCat("127.0.0.1:", port), InsecureChannelCredentials(),
+                                args);
+  std::future<Status> call = std::async(std::launch::async, [&] {
+    ClientContext ctx;
+    ctx.set_wait_for_ready(true);
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    std::string got;
+    return Echo(*ch, "late", &got, &ctx);
+  });
+  std::this_thread::sleep_for(milliseconds(400));
+  auto server = StartServer(absl::StrCat("127.0.0.1:", port));
+  Status s = call.get();
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  EXPECT_GE(ch->Metrics().connect_failures, 1u);
+}
+
+TEST(Channel, RoundRobinSpreadsCallsEvenly) {
+  std::vector<std::unique_ptr<testing::ServerProcess>> servers;
+  std::string target = "ipv4:";
+  for (int i = 0; i < 3; ++i) {
+    servers.push_back(StartServer());
+    absl::StrAppend(&target, i ? "," : "", servers.back()->address());
+  }
+  ChannelArguments args;
+  args.SetLoadBalancingPolicyName("round_robin");
+  auto ch = CreateCustomChannel(target, InsecureChannelCredentials(), args);
+  for (int i = 0; i < 300; ++i) ASSERT_TRUE(Echo(*ch, "rr", nullptr).ok());
+  for (auto& s : servers) {
+    int64_t n = ServerCalls(*s);
+    EXPECT_GE(n, 90) << s->address();
+    EXPECT_LE(n, 110) << s->address();
+  }
+}
+
+TEST(Channel, PickFirstSendsEverythingToTheFirstAddress) {
+  auto a = StartServer();
+  auto b = StartServer();
+  auto ch = CreateChannel(absl::StrCat("ipv4:", a->address(), ",", b->address()),
+                          InsecureChannelCredentials());
+  for (int i = 0; i < 20; ++i) ASSERT_TRUE(Echo(*ch, "pf", nullptr).ok());
+  EXPECT_EQ(ServerCalls(*a), 20);
+  EXPECT_EQ(ServerCalls(*b), 0);
+}
+
+TEST(Channel, ResolverSwitchUnderLoadLosesNoCallAndMovesEveryNewCall) {
+  auto a = StartServer();
+  auto b = StartServer();
+  auto resolver = std::make_shared<channel::ManualResolver>();
+  resolver->Push(channel::AddressList{*transport::Address::Parse(a->address())});
+  auto ch = CreateChannelWithResolver("test", resolver, ChannelArguments());
+  std::atomic<bool> switched{false}, stop{false};
+  std::atomic<int> failures{0}, after_switch{0}, after_switch_on_a{0}, on_a{0};
+  std::vector<std::thread> load;
+  for (int t = 0; t < 3; ++t) {
+    load.emplace_back([&] {
+      while (!stop) {
+        bool started_after = switched.load();
+        ClientContext ctx;
+        Status s = Echo(*ch, "load", nullptr, &ctx);
+        if (!s.ok()) ++failures;
+        bool to_a = ctx.peer() == a->address();
+        on_a += to_a;
+        if (started_after) {
+          ++after_switch;
+          after_switch_on_a += to_a;
+        }
+      }
+    });
+  }
+  std::this_thread::sleep_for(milliseconds(300));
+  resolver->Push(channel::AddressList{*transport::Address::Parse(b->address())});
+  switched = true;
+  std::this_thread::sleep_for(milliseconds(300));
+  stop = true;
+  for (auto& t : load) t.join();
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_GT(after_switch.load(), 10);
+  EXPECT_EQ(after_switch_on_a.load(), 0);
+  EXPECT_EQ(ServerCalls(*a), on_a.load());
+  // A's connections were closed once their calls ended.
+  pool::PoolMetrics m = ch->Metrics();
+  EXPECT_GE(m.retired[size_t(pool::RetireReason::kPoolClosed)], 1u) << m.ToString();
+}
+
+TEST(Channel, TryCancelFromAnotherThreadEndsTheCallCancelled) {
+  auto server = StartServer();
+  auto ch = CreateChannel(server->address(), InsecureChannelCredentials());
+  ClientContext ctx;
+  std::future<Status> call =
+      std::async(std::launch::async, [&] { return Echo(*ch, "slow", nullptr, &ctx, 5000); });
+  std::this_thread::sleep_for(milliseconds(200));
+  auto start = std::chrono::steady_clock::now();
+  ctx.TryCancel();
+  Status s = call.get();
+  EXPECT_EQ(s.error_code(), StatusCode::CANCELLED) << s.ToString();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, milliseconds(500));
+}
+
+TEST(Channel, CallbackApiRunsDoneOnceOnACqThread) {
+  auto server = StartServer();
+  auto ch = CreateChannel(server->address(), InsecureChannelCredentials());
+  ClientContext ctx;
+  EchoRequest req;
+  req.set_payload("callback");
+  std::string reply;
+  std::promise<Status> done;
+  std::atomic<int> calls{0};
+  ch->UnaryCallAsync(kUnary, &ctx, req.SerializeAsString(), &reply, [&](Status s) {
+    ++calls;
+    done.set_value(s);
+  });
+  Status s = done.get_future().get();
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  EchoResponse resp;
+  ASSERT_TRUE(resp.ParseFromString(reply));
+  EXPECT_EQ(resp.payload(), "callback");
+  EXPECT_EQ(calls.load(), 1);
+}
+
+TEST(Channel, StateGoesFromIdleToReady) {
+  auto server = StartServer();
+  auto ch = CreateChannel(server->address(), InsecureChannelCredentials());
+  std::this_thread::sleep_for(milliseconds(50));  // the resolver has run
+  EXPECT_EQ(ch->GetState(false), ConnectivityState::IDLE);
+  EXPECT_TRUE(ch->WaitForConnected(std::chrono::system_clock::now() + std::chrono::seconds(5)));
+  EXPECT_EQ(ch->GetState(false), ConnectivityState::READY);
+}
+
+TEST(Channel, InvalidateRetiresConnectionsAndCallsGoOn) {
+  auto server = StartServer();
+  auto ch = CreateChannel(server->address(), InsecureChannelCredentials());
+  ASSERT_TRUE(Echo(*ch, "before", nullptr).ok());
+  uint64_t created = ch->Metrics().created;
+  ch->Invalidate();
+  std::this_thread::sleep_for(milliseconds(50));  // each CQ thread reaps
+  EXPECT_GE(ch->Metrics().retired[size_t(pool::RetireReason::kGeneration)], 1u);
+  ASSERT_TRUE(Echo(*ch, "after", nullptr).ok());
+  EXPECT_GT(ch->Metrics().created, created);  // a fresh connection
+}
+
+}  // namespace
+}  // namespace ringrpc

@@ -1,0 +1,89 @@
+// client/client_context.h — per-call settings and results, as
+// grpc::ClientContext: deadline, metadata to send, wait_for_ready,
+// cancellation, and what the server sent back.
+//
+// Threading: set it up before the call, read the results after; TryCancel
+// may be called from any thread at any time. One call per context.
+//
+//   ringrpc::ClientContext ctx;
+//   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(1));
+//   ctx.AddMetadata("x-request-id", "42");
+#ifndef RINGRPC_CLIENT_CLIENT_CONTEXT_H_
+#define RINGRPC_CLIENT_CLIENT_CONTEXT_H_
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace ringrpc {
+
+namespace internal {
+class CallAccess;
+// Links a context to the call running for it, so TryCancel can reach the
+// call's CQ thread.
+struct CancelState {
+  std::mutex mu;
+  bool cancelled = false;
+  std::function<void()> cancel_running;  // posts the cancel to the call's loop
+};
+}  // namespace internal
+
+class ClientContext {
+ public:
+  ClientContext() : cancel_(std::make_shared<internal::CancelState>()) {}
+  ClientContext(const ClientContext&) = delete;
+  ClientContext& operator=(const ClientContext&) = delete;
+
+  void set_deadline(std::chrono::system_clock::time_point deadline) { deadline_ = deadline; }
+  std::optional<std::chrono::system_clock::time_point> deadline() const { return deadline_; }
+
+  // Keys: lowercase; "-bin" keys carry binary values. Checked when the call
+  // starts (INVALID_ARGUMENT naming the key).
+  void AddMetadata(const std::string& key, const std::string& value) {
+    metadata_.emplace_back(key, value);
+  }
+
+  // true: wait (up to the deadline) for a connection instead of failing
+  // UNAVAILABLE at once while the channel cannot connect.
+  void set_wait_for_ready(bool wait) { wait_for_ready_ = wait; }
+  bool wait_for_ready() const { return wait_for_ready_; }
+
+  // Ends the call CANCELLED (if it has not ended). Any thread; idempotent.
+  void TryCancel() {
+    std::function<void()> cancel;
+    {
+      std::lock_guard<std::mutex> lock(cancel_->mu);
+      cancel_->cancelled = true;
+      cancel = cancel_->cancel_running;
+    }
+    if (cancel) cancel();
+  }
+
+  // After the call: what the server sent, and which address served it.
+  const std::multimap<std::string, std::string>& GetServerInitialMetadata() const {
+    return initial_;
+  }
+  const std::multimap<std::string, std::string>& GetServerTrailingMetadata() const {
+    return trailing_;
+  }
+  std::string peer() const { return peer_; }
+
+ private:
+  friend class internal::CallAccess;
+  std::optional<std::chrono::system_clock::time_point> deadline_;
+  std::vector<std::pair<std::string, std::string>> metadata_;
+  bool wait_for_ready_ = false;
+  std::shared_ptr<internal::CancelState> cancel_;
+  std::multimap<std::string, std::string> initial_, trailing_;
+  std::string peer_;
+};
+
+}  // namespace ringrpc
+
+#endif  // RINGRPC_CLIENT_CLIENT_CONTEXT_H_
