@@ -217,6 +217,17 @@ struct ChannelState : std::enable_shared_from_this<ChannelState> {
     return pt.list[pt.next++ % n];
   }
 
+  // Whether thread `thread`'s list has an address other than `sc` that is
+  // not in TRANSIENT_FAILURE.
+  bool AnotherUsable(size_t thread, const std::shared_ptr<Subchannel>& sc) const {
+    for (const auto& other : per_thread[thread].list) {
+      if (other != sc && other->record->state() != ConnectivityState::kTransientFailure) {
+        return true;
+      }
+    }
+    return false;
+  }
+
   absl::Status NoAddressError() {
     std::lock_guard<std::mutex> lock(mu);
     return absl::UnavailableError(absl::StrCat("no address to call: ", resolver_error.message()));
@@ -371,6 +382,9 @@ pool::Task<std::unique_ptr<ClientCall>> ChannelState::Open(std::string method,
     if (!lease->ok()) {
       last = lease->status();
       resolver->RequestReresolution();
+      // The address just failed (its record is now TRANSIENT_FAILURE): like
+      // gRPC's pickers, try another address before failing the call.
+      if (attempt < 8 && AnotherUsable(*index, sc)) continue;
       if (!ctx->wait_for_ready() || last.code() == absl::StatusCode::kFailedPrecondition) {
         *out = Status(StatusCode::UNAVAILABLE, std::string(last.message()));
         co_return nullptr;

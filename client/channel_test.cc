@@ -189,6 +189,102 @@ TEST(Channel, RoundRobinSpreadsCallsEvenly) {
   }
 }
 
+// A backend dies under load: the calls that were on it may fail
+// UNAVAILABLE (they were sent); every other call, and every wait_for_ready
+// call started after the kill, succeeds on the others.
+TEST(Channel, BackendKilledUnderLoadOnlyInFlightCallsFail) {
+  std::vector<std::unique_ptr<testing::ServerProcess>> servers;
+  std::string target = "ipv4:";
+  for (int i = 0; i < 3; ++i) {
+    servers.push_back(StartServer());
+    absl::StrAppend(&target, i ? "," : "", servers.back()->address());
+  }
+  ChannelArguments args;
+  args.SetLoadBalancingPolicyName("round_robin");
+  auto ch = CreateCustomChannel(target, InsecureChannelCredentials(), args);
+  std::atomic<bool> stop{false}, killed{false};
+  std::atomic<int> wfr_failures{0}, failures{0}, after_kill_ok{0};
+  std::string killed_addr = servers[1]->address();
+  std::vector<std::thread> load;
+  for (int t = 0; t < 4; ++t) {
+    load.emplace_back([&, t] {
+      while (!stop) {
+        ClientContext ctx;
+        bool wfr = t % 2 == 0;
+        bool started_after_kill = killed.load();
+        ctx.set_wait_for_ready(wfr);
+        ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+        Status s = Echo(*ch, "x", nullptr, &ctx, /*sleep_ms=*/5);
+        if (!s.ok()) {
+          ++failures;
+          if (wfr && started_after_kill) ++wfr_failures;
+          // Only a call that was on the killed backend may fail.
+          EXPECT_EQ(s.error_code(), StatusCode::UNAVAILABLE) << s.ToString();
+          EXPECT_EQ(ctx.peer(), killed_addr) << s.ToString();
+        } else if (killed) {
+          ++after_kill_ok;
+          EXPECT_NE(ctx.peer(), killed_addr);
+        }
+      }
+    });
+  }
+  std::this_thread::sleep_for(milliseconds(300));
+  killed = true;
+  servers[1]->Kill();
+  std::this_thread::sleep_for(milliseconds(500));
+  stop = true;
+  for (auto& t : load) t.join();
+  EXPECT_EQ(wfr_failures.load(), 0);  // wait_for_ready calls started after the kill
+  EXPECT_LE(failures.load(), 4);      // at most the calls in flight on it (4 threads)
+  EXPECT_GT(after_kill_ok.load(), 20);
+}
+
+pool::Task<void> StreamAll(Channel* ch, int count, std::vector<int>* seen, Status* status,
+                           std::promise<void>* done) {
+  ClientContext ctx;
+  std::unique_ptr<ClientCall> call =
+      co_await ch->Open("/ringrpc.test.TestService/ServerStream", &ctx, status);
+  if (call) {
+    EchoRequest req;
+    req.set_count(count);
+    req.set_response_size(8);
+    co_await call->Write(req.SerializeAsString());
+    call->WritesDone();
+    while (std::optional<std::string> m = co_await call->Read()) {
+      EchoResponse r;
+      r.ParseFromString(*m);
+      seen->push_back(r.count());
+    }
+    *status = co_await call->Finish();
+  }
+  done->set_value();
+}
+
+TEST(Channel, ServerStreamingThroughTheCoroutineApi) {
+  auto server = StartServer();
+  auto ch = CreateChannel(server->address(), InsecureChannelCredentials());
+  std::vector<int> seen;
+  Status status;
+  std::promise<void> done;
+  ch->Spawn(StreamAll(ch.get(), 500, &seen, &status, &done));
+  done.get_future().get();
+  EXPECT_TRUE(status.ok()) << status.ToString();
+  ASSERT_EQ(seen.size(), 500u);
+  for (int i = 0; i < 500; ++i) ASSERT_EQ(seen[i], i);
+}
+
+TEST(Channel, CoroutineApiOffACqThreadIsRefusedClearly) {
+  auto server = StartServer();
+  auto ch = CreateChannel(server->address(), InsecureChannelCredentials());
+  ClientContext ctx;
+  std::string reply;
+  pool::Task<Status> t = ch->Unary(kUnary, &ctx, "", &reply);
+  t.handle().resume();
+  ASSERT_TRUE(t.done());
+  EXPECT_EQ(t.result().error_code(), StatusCode::FAILED_PRECONDITION);
+  EXPECT_THAT(t.result().error_message(), HasSubstr("CQ threads"));
+}
+
 TEST(Channel, PickFirstSendsEverythingToTheFirstAddress) {
   auto a = StartServer();
   auto b = StartServer();
