@@ -12,10 +12,15 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 
 #include "absl/status/status.h"
 #include "pool/runtime.h"
+
+namespace ringrpc::pool {
+class PoolObserver;
+}
 
 namespace ringrpc::pool {
 
@@ -54,6 +59,9 @@ struct PoolConfig {
   // Seed of the per-shard jitter generator (mixed with the shard's index), so
   // tests are repeatable.
   uint64_t jitter_seed = 0x9e3779b97f4a7c15ull;
+  // Told of every connect, failed dial, retirement, park and unpark (from
+  // the thread that saw it). Optional.
+  std::shared_ptr<PoolObserver> observer;
 
   // The reaper runs only when something needs doing in the background.
   bool NeedsReaper() const {

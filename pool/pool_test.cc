@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "pool/mutex_reservoir.h"
+#include "pool/observer.h"
 #include "pool/reservoir.h"
 #include "pool/testing/fake_manager.h"
 #include "pool/testing/fake_runtime.h"
@@ -515,6 +516,31 @@ TEST_F(PoolTest, OneDialServesEveryQueuedCallItHasRoomFor) {
                                          .available = 1, .leases = 5}));
   for (auto& op : ops) op.result()->Release();
   CheckAll(pool, t_);
+}
+
+struct RecordingObserver : PoolObserver {
+  std::vector<std::pair<PoolEventKind, RetireReason>> events;
+  void OnPoolEvent(const PoolEvent& e) override { events.emplace_back(e.kind, e.reason); }
+};
+
+TEST_F(PoolTest, ObserverHearsEveryLifecycleEvent) {
+  auto observer = std::make_shared<RecordingObserver>();
+  PoolConfig c;
+  c.observer = observer;
+  FakePool pool = Make(c, std::make_shared<Reservoir<FakeDetached>>(2));
+  FakeThread other;
+  Acquire(pool, t_);  // connect, then parked on return
+  other.Run([&] { Acquire(pool, other).Poison(); });  // unpark, poisoned
+  m_->fail_connects = 1;
+  Start(pool, t_);  // a failed dial
+  using K = PoolEventKind;
+  using R = RetireReason;
+  EXPECT_EQ(observer->events,
+            (std::vector<std::pair<K, R>>{{K::kConnect, R::kNone},
+                                          {K::kPark, R::kNone},
+                                          {K::kUnpark, R::kNone},
+                                          {K::kRetire, R::kPoisoned},
+                                          {K::kConnectFailed, R::kNone}}));
 }
 
 // ---- the exchange -----------------------------------------------------------

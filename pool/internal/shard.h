@@ -39,6 +39,7 @@
 #include "pool/exchange.h"
 #include "pool/internal/check.h"
 #include "pool/metrics.h"
+#include "pool/observer.h"
 #include "pool/retire.h"
 #include "pool/runtime.h"
 #include "pool/task.h"
@@ -301,10 +302,10 @@ class alignas(64) Shard final : public ShardBase {
               if (c.ok()) {
                 parked->meta.last_used = Now();
                 SlotT* s = AddSlot(std::move(*c), parked->meta);
-                counters_.unparked.Add();
+                Note(PoolEventKind::kUnpark);
                 co_return Commit(reservation, s);
               }
-              counters_.Retire(RetireReason::kAttachFailed);
+              NoteRetire(RetireReason::kAttachFailed);
               last_connect_error_ = c.status();
             }
           }
@@ -312,13 +313,13 @@ class alignas(64) Shard final : public ShardBase {
         uint64_t generation = Generation();
         absl::StatusOr<Connection> c = co_await manager_->Connect();
         if (!c.ok()) {
-          counters_.connect_failures.Add();
+          Note(PoolEventKind::kConnectFailed);
           last_connect_error_ = c.status();
           co_return c.status();  // ~Reservation refunds the budget
         }
         last_connect_error_ = absl::OkStatus();
         SlotT* s = AddSlot(std::move(*c), NewMeta(generation));
-        counters_.created.Add();
+        Note(PoolEventKind::kConnect);
         co_return Commit(reservation, s);
       }
       // 3. At max_size (or max dials in flight): wait for a local return.
@@ -624,7 +625,7 @@ class alignas(64) Shard final : public ShardBase {
     explicit AttachGuard(Shard* s) : s(s) { s->counters_.attaching.Add(); }
     ~AttachGuard() {
       s->counters_.attaching.Sub();
-      if (armed) s->counters_.Retire(RetireReason::kAttachFailed);
+      if (armed) s->NoteRetire(RetireReason::kAttachFailed);
     }
     Shard* s;
     bool armed = true;
@@ -736,7 +737,7 @@ class alignas(64) Shard final : public ShardBase {
     RINGRPC_DCHECK(s->leases == 0);
     RINGRPC_DCHECK(s->retired != RetireReason::kNone);
     std::unique_ptr<SlotT> owned = RemoveSlot(s);
-    counters_.Retire(owned->retired);
+    NoteRetire(owned->retired);
     counters_.live.Sub();
     manager_->Disconnect(std::move(owned->conn));
     OnBudgetFreed();
@@ -801,10 +802,10 @@ class alignas(64) Shard final : public ShardBase {
       if (d.ok()) {
         inner_->exchange->Push(
             Parked<Detached>{std::move(*d), owned->meta, Now()});
-        counters_.parks.Add();
+        Note(PoolEventKind::kPark);
       } else {
         inner_->exchange->CancelAdmit();
-        counters_.Retire(RetireReason::kDetachFailed);
+        NoteRetire(RetireReason::kDetachFailed);
       }
       OnBudgetFreed();
       return true;
@@ -825,7 +826,7 @@ class alignas(64) Shard final : public ShardBase {
         r = RetireReason::kParkTimeout;
       }
       if (r == RetireReason::kNone) return p;
-      counters_.Retire(r);
+      NoteRetire(r);
     }
     return std::nullopt;
   }
@@ -848,18 +849,35 @@ class alignas(64) Shard final : public ShardBase {
         uint64_t generation = Generation();
         absl::StatusOr<Connection> c = co_await manager_->Connect();
         if (!c.ok()) {
-          counters_.connect_failures.Add();
+          Note(PoolEventKind::kConnectFailed);
           last_connect_error_ = c.status();
           break;
         }
         last_connect_error_ = absl::OkStatus();
         SlotT* s = AddSlot(std::move(*c), NewMeta(generation));
-        counters_.created.Add();
+        Note(PoolEventKind::kConnect);
         reservation.Disarm();
         MakeAvailable(s);
         ServeWaiters(s);
       }
     }
+  }
+
+  // ---- counters and the observer -------------------------------------------
+
+  void Note(PoolEventKind kind) {
+    switch (kind) {
+      case PoolEventKind::kConnect: counters_.created.Add(); break;
+      case PoolEventKind::kConnectFailed: counters_.connect_failures.Add(); break;
+      case PoolEventKind::kPark: counters_.parks.Add(); break;
+      case PoolEventKind::kUnpark: counters_.unparked.Add(); break;
+      case PoolEventKind::kRetire: break;
+    }
+    if (config_.observer) config_.observer->OnPoolEvent({kind, RetireReason::kNone, inner_->id});
+  }
+  void NoteRetire(RetireReason r) {
+    counters_.Retire(r);
+    if (config_.observer) config_.observer->OnPoolEvent({PoolEventKind::kRetire, r, inner_->id});
   }
 
   // ---- helpers ------------------------------------------------------------
