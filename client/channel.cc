@@ -74,11 +74,12 @@ struct ChannelState : std::enable_shared_from_this<ChannelState> {
   ChannelConfig config;
   std::shared_ptr<CqThreads> cq;
   std::shared_ptr<Resolver> resolver;
+  std::shared_ptr<SubchannelEventListener> listener;
 
   mutable std::mutex mu;
   std::condition_variable state_cv;
   std::vector<std::shared_ptr<Subchannel>> list;  // current addresses, in order
-  std::vector<std::shared_ptr<Subchannel>> removed;  // draining after an update
+  std::vector<SubchannelPool> removed;  // pools of addresses gone, draining
   pool::PoolMetrics gone_metrics;  // of removed subchannels already dropped
   absl::Status resolver_error = absl::UnavailableError("no addresses resolved yet");
   std::atomic<uint64_t> version{0};
@@ -146,16 +147,9 @@ struct ChannelState : std::enable_shared_from_this<ChannelState> {
           kept.push_back(*it);
           continue;
         }
-        absl::StatusOr<std::shared_ptr<Subchannel>> sc =
-            MakeSubchannel((*update)[i], config, seed++);
+        absl::StatusOr<std::shared_ptr<Subchannel>> sc = SubchannelRegistry::Global().Attach(
+            (*update)[i], config, *cq, config.use_local_subchannel_pool, seed++, listener);
         if (!sc.ok()) continue;  // config was validated: cannot happen
-        std::weak_ptr<ChannelState> weak = weak_from_this();
-        (*sc)->record->set_on_change([weak] {
-          if (auto s = weak.lock()) {
-            { std::lock_guard<std::mutex> l(s->mu); }
-            s->state_cv.notify_all();
-          }
-        });
         fresh.push_back(*sc);
       }
       for (auto& sc : list) {
@@ -164,13 +158,13 @@ struct ChannelState : std::enable_shared_from_this<ChannelState> {
       list = fresh;
       // Subchannels removed earlier whose connections are all gone: keep
       // their counters, drop them (a flapping resolver must not grow this).
-      std::erase_if(removed, [&](const std::shared_ptr<Subchannel>& sc) {
-        pool::PoolMetrics m = sc->pool.Metrics();
+      std::erase_if(removed, [&](const SubchannelPool& p) {
+        pool::PoolMetrics m = p.Metrics();
         if (m.live != 0 || m.leases != 0 || m.parked != 0) return false;
         gone_metrics += m;
         return true;
       });
-      removed.insert(removed.end(), gone.begin(), gone.end());
+      for (auto& sc : gone) removed.push_back(sc->pool);
       version.fetch_add(1, std::memory_order_acq_rel);
       state_cv.notify_all();
     }
@@ -180,10 +174,11 @@ struct ChannelState : std::enable_shared_from_this<ChannelState> {
     // (nobody touches another thread's shard); leased ones go when their
     // calls end.
     for (auto& sc : kept) sc->pool.Invalidate();
-    PostToAll([kept, gone] {
+    PostToAll([kept] {
       for (auto& sc : kept) sc->pool.ReapLocalShard();
-      for (auto& sc : gone) sc->pool.Close();
     });
+    // The last channel to let go of an address closes its pool.
+    for (auto& sc : gone) SubchannelRegistry::Global().Detach(sc, *cq, listener);
   }
 
   // ---- picking ------------------------------------------------------------------
@@ -465,17 +460,17 @@ Channel::Channel(std::shared_ptr<channel::ChannelState> state) : state_(std::mov
 
 Channel::~Channel() {
   if (state_->resolver) state_->resolver->Shutdown();
-  if (state_->cq) {
-    std::vector<std::shared_ptr<channel::Subchannel>> all;
-    {
-      std::lock_guard<std::mutex> lock(state_->mu);
-      all = state_->list;
-      all.insert(all.end(), state_->removed.begin(), state_->removed.end());
-    }
-    // Each thread closes its own shard of every pool.
-    state_->PostToAll([all] {
-      for (auto& sc : all) sc->pool.Close();
-    });
+  if (!state_->cq) return;
+  std::vector<std::shared_ptr<channel::Subchannel>> all;
+  {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    all.swap(state_->list);
+    state_->version.fetch_add(1, std::memory_order_acq_rel);
+  }
+  // Detach: a subchannel no other channel uses closes its pool (each CQ
+  // thread its own shard); calls in flight finish first.
+  for (auto& sc : all) {
+    channel::SubchannelRegistry::Global().Detach(sc, *state_->cq, state_->listener);
   }
 }
 
@@ -569,7 +564,11 @@ bool Channel::WaitForStateChange(ConnectivityState last,
     bool changed = Public(state_->Aggregate()) != last;
     lock.lock();
     if (changed) return true;
-    if (state_->state_cv.wait_until(lock, steady_deadline) == std::cv_status::timeout) {
+    // Records are shared between channels, so state changes are polled
+    // (every 10 ms) as well as signalled by resolver updates.
+    auto wake = std::min(steady_deadline, std::chrono::steady_clock::now() + std::chrono::milliseconds(10));
+    if (state_->state_cv.wait_until(lock, wake) == std::cv_status::timeout &&
+        std::chrono::steady_clock::now() >= steady_deadline) {
       lock.unlock();
       bool c = Public(state_->Aggregate()) != last;
       lock.lock();
@@ -605,7 +604,7 @@ pool::PoolMetrics Channel::Metrics() const {
   pool::PoolMetrics sum = state_->gone_metrics;
   auto add = [&](const std::shared_ptr<channel::Subchannel>& sc) { sum += sc->pool.Metrics(); };
   for (auto& sc : state_->list) add(sc);
-  for (auto& sc : state_->removed) add(sc);
+  for (auto& p : state_->removed) sum += p.Metrics();
   return sum;
 }
 
@@ -621,6 +620,7 @@ std::shared_ptr<channel::ChannelState> NewState(const ChannelArguments& args) {
     return state;
   }
   state->config = *config;
+  state->listener = args.subchannel_event_listener();
   if (config->cq_threads == 0 && !config->poller) {
     state->cq = channel::SharedCqThreads(&state->config_error);
   } else {

@@ -10,8 +10,11 @@
 #define RINGRPC_CLIENT_CHANNEL_ARGUMENTS_H_
 
 #include <map>
+#include <memory>
 #include <string>
 #include <variant>
+
+#include "client/subchannel_events.h"
 
 namespace ringrpc {
 
@@ -38,10 +41,19 @@ class ChannelArguments {
     SetString("grpc.primary_user_agent", prefix);
   }
 
+  // ringrpc: receives the lifecycle events of this channel's subchannels.
+  void SetSubchannelEventListener(std::shared_ptr<SubchannelEventListener> listener) {
+    listener_ = std::move(listener);
+  }
+  const std::shared_ptr<SubchannelEventListener>& subchannel_event_listener() const {
+    return listener_;
+  }
+
   const std::map<std::string, Value>& values() const { return values_; }
 
  private:
   std::map<std::string, Value> values_;
+  std::shared_ptr<SubchannelEventListener> listener_;
 };
 
 }  // namespace ringrpc

@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "client/channel/resolver.h"
+#include "client/channel/subchannel.h"
 #include "tests/proto/echo_test.pb.h"
 #include "tests/testing/server_process.h"
 
@@ -368,6 +369,63 @@ TEST(Channel, CallbackApiRunsDoneOnceOnACqThread) {
   ASSERT_TRUE(resp.ParseFromString(reply));
   EXPECT_EQ(resp.payload(), "callback");
   EXPECT_EQ(calls.load(), 1);
+}
+
+struct EventLog : SubchannelEventListener {
+  std::mutex mu;
+  std::vector<std::string> events;
+  void OnSubchannelEvent(const SubchannelEvent& e) override {
+    std::lock_guard<std::mutex> lock(mu);
+    events.push_back(absl::StrCat(SubchannelEventKindName(e.kind),
+                                  e.reason.empty() ? "" : ":", e.reason));
+  }
+  std::vector<std::string> Take() {
+    std::lock_guard<std::mutex> lock(mu);
+    return std::exchange(events, {});
+  }
+};
+
+TEST(Channel, ChannelsWithTheSameTargetAndArgumentsShareOneSubchannelPool) {
+  auto server = StartServer();
+  auto log = std::make_shared<EventLog>();
+  ChannelArguments args;
+  args.SetSubchannelEventListener(log);
+  size_t before = channel::SubchannelRegistry::Global().shared_count();
+  auto a = CreateCustomChannel(server->address(), InsecureChannelCredentials(), args);
+  auto b = CreateCustomChannel(server->address(), InsecureChannelCredentials(), args);
+  ASSERT_TRUE(Echo(*a, "a", nullptr).ok());
+  ASSERT_TRUE(Echo(*b, "b", nullptr).ok());
+  EXPECT_EQ(channel::SubchannelRegistry::Global().shared_count(), before + 1);
+  // One pool: the counters both channels report are the same.
+  EXPECT_EQ(a->Metrics().acquires, 2u);
+  EXPECT_EQ(b->Metrics().acquires, 2u);
+  // Different connection arguments: a pool of its own; so is a local one.
+  ChannelArguments other;
+  other.SetInt("grpc.keepalive_time_ms", 60000);
+  auto c = CreateCustomChannel(server->address(), InsecureChannelCredentials(), other);
+  ChannelArguments local;
+  local.SetInt("grpc.use_local_subchannel_pool", 1);
+  auto d = CreateCustomChannel(server->address(), InsecureChannelCredentials(), local);
+  ASSERT_TRUE(Echo(*c, "c", nullptr).ok());
+  ASSERT_TRUE(Echo(*d, "d", nullptr).ok());
+  EXPECT_EQ(c->Metrics().acquires, 1u);
+  EXPECT_EQ(d->Metrics().acquires, 1u);
+  EXPECT_EQ(channel::SubchannelRegistry::Global().shared_count(), before + 2);
+  c.reset();
+  d.reset();
+  a.reset();
+  b.reset();  // the last attachment: the pool closes
+  EXPECT_EQ(channel::SubchannelRegistry::Global().shared_count(), before);
+  std::vector<std::string> events = log->Take();
+  // Connection events interleave on CQ threads (how many connections depends
+  // on which threads ran the calls); the lifecycle events keep their order.
+  std::vector<std::string> lifecycle;
+  for (const std::string& e : events) {
+    if (e == "init" || e == "attach" || e == "detach" || e == "close") lifecycle.push_back(e);
+  }
+  EXPECT_EQ(lifecycle, (std::vector<std::string>{"init", "attach", "attach", "detach",
+                                                 "detach", "close"}));
+  EXPECT_THAT(events, ::testing::Contains("connect"));
 }
 
 TEST(Channel, StateGoesFromIdleToReady) {

@@ -3,6 +3,8 @@
 #include "absl/strings/str_cat.h"
 #include "pool/retire.h"
 
+#include <algorithm>
+
 namespace ringrpc::channel {
 
 const char* ConnectivityStateName(ConnectivityState s) {
@@ -17,7 +19,7 @@ const char* ConnectivityStateName(ConnectivityState s) {
 }
 
 void AddressRecord::Set(ConnectivityState s) {
-  if (state_.exchange(s, std::memory_order_acq_rel) != s && on_change_) on_change_();
+  state_.store(s, std::memory_order_release);
 }
 
 absl::Status AddressRecord::CheckBackoff(TimePoint now) const {
@@ -88,16 +90,149 @@ absl::Status SubchannelManager::Recycle(Connection& c) {
                                 : c->close_reason();
 }
 
-absl::StatusOr<std::shared_ptr<Subchannel>> MakeSubchannel(const transport::Address& address,
-                                                          const ChannelConfig& config,
-                                                          uint64_t seed) {
-  auto record = std::make_shared<AddressRecord>(address, config.backoff, seed);
-  auto manager = std::make_shared<SubchannelManager>();
-  manager->record = record;
-  manager->options = config.connection;
-  absl::StatusOr<SubchannelPool> p = SubchannelPool::Create(config.pool, manager);
-  if (!p.ok()) return p.status();
-  return std::make_shared<Subchannel>(Subchannel{record, *p});
+const char* RetireName(pool::RetireReason r) {
+  return pool::RetireReasonName(r).data();  // names are literals
+}
+
+// A listener given to several channels that share this subchannel hears
+// each event once: entries are counted, not repeated.
+void EventHub::Add(std::shared_ptr<SubchannelEventListener> l) {
+  if (!l) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& [listener, n] : listeners_) {
+    if (listener == l) {
+      ++n;
+      return;
+    }
+  }
+  listeners_.emplace_back(std::move(l), 1);
+}
+
+void EventHub::Remove(const std::shared_ptr<SubchannelEventListener>& l) {
+  if (!l) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto it = listeners_.begin(); it != listeners_.end(); ++it) {
+    if (it->first == l) {
+      if (--it->second == 0) listeners_.erase(it);
+      return;
+    }
+  }
+}
+
+void EventHub::Emit(SubchannelEvent::Kind kind, std::string reason) {
+  std::vector<std::shared_ptr<SubchannelEventListener>> to;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& entry : listeners_) to.push_back(entry.first);
+  }
+  SubchannelEvent e{kind, address_, std::move(reason)};
+  for (auto& l : to) l->OnSubchannelEvent(e);
+}
+
+void EventHub::OnPoolEvent(const pool::PoolEvent& e) {
+  switch (e.kind) {
+    case pool::PoolEventKind::kConnect: Emit(SubchannelEvent::Kind::kConnect); break;
+    case pool::PoolEventKind::kConnectFailed: Emit(SubchannelEvent::Kind::kConnectFailed); break;
+    case pool::PoolEventKind::kRetire: Emit(SubchannelEvent::Kind::kRetire, RetireName(e.reason)); break;
+    case pool::PoolEventKind::kPark: Emit(SubchannelEvent::Kind::kPark); break;
+    case pool::PoolEventKind::kUnpark: Emit(SubchannelEvent::Kind::kUnpark); break;
+  }
+}
+
+SharingKey SharingKey::Of(const std::string& address, const ChannelConfig& c, const void* cq) {
+  const transport::ConnectionOptions& o = c.connection;
+  SharingKey k;
+  k.address = address;
+  k.authority = o.authority;
+  k.scheme = o.scheme;
+  k.user_agent = o.user_agent;
+  k.connect_timeout = o.connect_timeout;
+  k.max_receive = o.max_receive_message_size;
+  k.max_send = o.max_send_message_size;
+  k.max_metadata = o.max_metadata_size;
+  k.max_streams = o.max_concurrent_streams;
+  k.keepalive_time = o.keepalive_time;
+  k.keepalive_timeout = o.keepalive_timeout;
+  k.keepalive_permit_without_calls = o.keepalive_permit_without_calls;
+  k.max_pings_without_data = o.max_pings_without_data;
+  k.backoff_initial = c.backoff.initial;
+  k.backoff_max = c.backoff.max;
+  k.backoff_min_connect = c.backoff.min_connect_timeout;
+  k.backoff_multiplier = c.backoff.multiplier;
+  k.backoff_jitter = c.backoff.jitter;
+  k.max_size = c.pool.max_size;
+  k.min_idle = c.pool.min_idle;
+  k.max_leases = c.pool.max_leases_per_connection;
+  k.max_concurrent_connects = c.pool.max_concurrent_connects;
+  k.idle_timeout = c.pool.idle_timeout;
+  k.max_lifetime = c.pool.max_lifetime;
+  k.cq = cq;
+  return k;
+}
+
+SubchannelRegistry& SubchannelRegistry::Global() {
+  static auto* registry = new SubchannelRegistry();  // lives for the process
+  return *registry;
+}
+
+absl::StatusOr<std::shared_ptr<Subchannel>> SubchannelRegistry::Attach(
+    const transport::Address& address, const ChannelConfig& config, runtime::CqThreads& cq,
+    bool local, uint64_t seed, std::shared_ptr<SubchannelEventListener> listener) {
+  std::string name = address.ToString();
+  SharingKey key = SharingKey::Of(name, config, &cq);
+  std::lock_guard<std::mutex> lock(mu_);
+  std::shared_ptr<Subchannel> sc;
+  if (!local) {
+    for (auto& [k, s] : shared_) {
+      if (k == key) {
+        sc = s;
+        break;
+      }
+    }
+  }
+  bool fresh = sc == nullptr;
+  if (fresh) {
+    auto record = std::make_shared<AddressRecord>(address, config.backoff, seed);
+    auto events = std::make_shared<EventHub>(name);
+    auto manager = std::make_shared<SubchannelManager>();
+    manager->record = record;
+    manager->options = config.connection;
+    pool::PoolConfig pc = config.pool;
+    pc.observer = events;
+    absl::StatusOr<SubchannelPool> p = SubchannelPool::Create(pc, manager);
+    if (!p.ok()) return p.status();
+    sc = std::make_shared<Subchannel>(Subchannel{record, *p, events, 0});
+    if (!local) shared_.emplace_back(key, sc);
+  }
+  sc->events->Add(listener);
+  ++sc->attachments;
+  if (fresh) sc->events->Emit(SubchannelEvent::Kind::kInit);
+  sc->events->Emit(SubchannelEvent::Kind::kAttach);
+  return sc;
+}
+
+void SubchannelRegistry::Detach(const std::shared_ptr<Subchannel>& sc, runtime::CqThreads& cq,
+                                const std::shared_ptr<SubchannelEventListener>& listener) {
+  bool last;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    last = --sc->attachments == 0;
+    if (last) {
+      std::erase_if(shared_, [&](auto& entry) { return entry.second == sc; });
+    }
+  }
+  sc->events->Emit(SubchannelEvent::Kind::kDetach);
+  if (last) {
+    sc->events->Emit(SubchannelEvent::Kind::kClose);
+    SubchannelPool pool = sc->pool;
+    for (size_t i = 0; i < cq.size(); ++i) cq.Post(i, [pool] { pool.Close(); });
+  }
+  sc->events->Remove(listener);
+}
+
+size_t SubchannelRegistry::shared_count() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return shared_.size();
 }
 
 }  // namespace ringrpc::channel

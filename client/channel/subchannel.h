@@ -14,10 +14,14 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "client/channel/backoff.h"
 #include "client/channel/channel_config.h"
+#include "client/runtime/cq_threads.h"
+#include "client/subchannel_events.h"
+#include "pool/observer.h"
 #include "client/transport/http2_connection.h"
 #include "pool/pool.h"
 
@@ -47,9 +51,6 @@ class AddressRecord {
   TimePoint next_attempt() const;
   uint64_t connect_attempts() const { return attempts_.load(); }
 
-  // Called (from any thread) on each state change.
-  void set_on_change(std::function<void()> fn) { on_change_ = std::move(fn); }
-
  private:
   void Set(ConnectivityState s);
 
@@ -62,7 +63,6 @@ class AddressRecord {
   uint64_t rng_;
   TimePoint next_attempt_{};
   absl::Status last_error_;
-  std::function<void()> on_change_;
 };
 
 // The pool's manager: dials the address on the calling CQ thread's loop.
@@ -82,13 +82,78 @@ struct SubchannelManager {
 using SubchannelPool = pool::Pool<SubchannelManager>;
 using SubchannelLease = pool::Lease<SubchannelManager>;
 
+// Fans a subchannel's events out to the listeners of the channels attached
+// to it. Also the pool's observer (connect, retire, park, unpark).
+class EventHub final : public pool::PoolObserver {
+ public:
+  explicit EventHub(std::string address) : address_(std::move(address)) {}
+  void Add(std::shared_ptr<SubchannelEventListener> l);
+  void Remove(const std::shared_ptr<SubchannelEventListener>& l);
+  void Emit(SubchannelEvent::Kind kind, std::string reason = "");
+  void OnPoolEvent(const pool::PoolEvent& e) override;
+
+ private:
+  const std::string address_;
+  std::mutex mu_;
+  std::vector<std::pair<std::shared_ptr<SubchannelEventListener>, int>> listeners_;
+};
+
+// Everything about an address's connections that shapes them: channels
+// whose keys are equal (value equality of every field, no hashing) share
+// one subchannel.
+struct SharingKey {
+  std::string address;
+  std::string authority, scheme, user_agent;
+  Duration connect_timeout{};
+  uint32_t max_receive = 0;
+  std::optional<uint32_t> max_send;
+  uint32_t max_metadata = 0;
+  uint32_t max_streams = 0;
+  std::optional<Duration> keepalive_time;
+  Duration keepalive_timeout{};
+  bool keepalive_permit_without_calls = false;
+  int max_pings_without_data = 0;
+  Duration backoff_initial{}, backoff_max{}, backoff_min_connect{};
+  double backoff_multiplier = 0, backoff_jitter = 0;
+  size_t max_size = 0, min_idle = 0;
+  uint32_t max_leases = 0;
+  std::optional<size_t> max_concurrent_connects;
+  std::optional<Duration> idle_timeout, max_lifetime;
+  const void* cq = nullptr;  // the CQ thread set the shards live on
+  bool operator==(const SharingKey&) const = default;
+
+  static SharingKey Of(const std::string& address, const ChannelConfig& c, const void* cq);
+};
+
 struct Subchannel {
   std::shared_ptr<AddressRecord> record;
   SubchannelPool pool;
+  std::shared_ptr<EventHub> events;
+  int attachments = 0;  // guarded by the registry's mutex
 };
 
-absl::StatusOr<std::shared_ptr<Subchannel>> MakeSubchannel(
-    const transport::Address& address, const ChannelConfig& config, uint64_t seed);
+// The process-wide table of shared subchannels (seeds/003: refcounted
+// attach and detach; the pool closes when the last channel detaches).
+class SubchannelRegistry {
+ public:
+  static SubchannelRegistry& Global();
+
+  // A subchannel for `address` under `config`, shared with every channel
+  // whose SharingKey is equal, or a private one when `local`.
+  absl::StatusOr<std::shared_ptr<Subchannel>> Attach(
+      const transport::Address& address, const ChannelConfig& config,
+      runtime::CqThreads& cq, bool local, uint64_t seed,
+      std::shared_ptr<SubchannelEventListener> listener);
+  // Ends one attachment. The last one closes the pool on every CQ thread
+  // (each thread closes its own shard) and forgets the subchannel.
+  void Detach(const std::shared_ptr<Subchannel>& sc, runtime::CqThreads& cq,
+              const std::shared_ptr<SubchannelEventListener>& listener);
+  size_t shared_count();
+
+ private:
+  std::mutex mu_;
+  std::vector<std::pair<SharingKey, std::shared_ptr<Subchannel>>> shared_;
+};
 
 }  // namespace ringrpc::channel
 
