@@ -61,7 +61,15 @@ void CqThreads::Shutdown() {
     if (t->thread.joinable()) t->loop->Stop();
   }
   for (auto& t : threads_) {
-    if (t->thread.joinable()) t->thread.join();
+    if (!t->thread.joinable()) continue;
+    if (t->thread.get_id() == std::this_thread::get_id()) {
+      // The last owner let go on one of these very threads (a call's end
+      // released it): it cannot join itself. Its loop is stopped and owned
+      // by the thread, which finishes the current task and ends on its own.
+      t->thread.detach();
+    } else {
+      t->thread.join();
+    }
   }
 }
 

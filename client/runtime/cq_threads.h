@@ -44,8 +44,8 @@ class CqThreads {
   void Post(size_t i, Inbox::Fn fn) { threads_[i]->loop->Post(std::move(fn)); }
 
   // Stops every loop: tasks destroyed (operations cancelled), pool shards
-  // destroyed (connections closed), loops closed, threads joined.
-  // Idempotent.
+  // destroyed (connections closed), loops closed, threads joined (a thread
+  // calling this on itself is detached and ends on its own). Idempotent.
   void Shutdown();
 
  private:

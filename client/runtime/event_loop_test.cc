@@ -368,6 +368,21 @@ TEST(CqThreads, CrossThreadWakeUpUsesMsgRing) {
   EXPECT_EQ(msg_rings.load(), 1u);
 }
 
+// The last reference can go on one of the set's own threads (a call that
+// ends there releases its channel): that must not join itself.
+TEST(CqThreads, DestroyedFromOneOfItsOwnThreads) {
+  auto cq = std::shared_ptr<CqThreads>(*CqThreads::Start({.threads = 2}));
+  std::atomic<bool> done{false};
+  std::shared_ptr<CqThreads> last = cq;
+  cq.reset();
+  last->Post(0, [&done, held = std::make_shared<std::shared_ptr<CqThreads>>(std::move(last))] {
+    held->reset();  // ~CqThreads on CQ thread 0
+    done = true;
+  });
+  while (!done) std::this_thread::yield();
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // thread 0 ends on its own
+}
+
 TEST(CqThreads, UnknownPollerInTheEnvironmentIsAClearError) {
   ::setenv("RINGRPC_POLLER", "kqueue", 1);
   absl::StatusOr<std::unique_ptr<CqThreads>> cq = CqThreads::Start({.threads = 1});
