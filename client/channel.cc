@@ -608,6 +608,47 @@ pool::PoolMetrics Channel::Metrics() const {
   return sum;
 }
 
+std::string Channel::MetricsText() const {
+  std::vector<std::pair<std::string, pool::PoolMetrics>> rows;
+  {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    for (auto& sc : state_->list) rows.emplace_back(sc->record->name(), sc->pool.Metrics());
+  }
+  std::string out;
+  auto family = [&](const char* name, const char* type, const char* help, auto value) {
+    absl::StrAppend(&out, "# HELP ", name, " ", help, "\n# TYPE ", name, " ", type, "\n");
+    for (auto& [address, m] : rows) {
+      absl::StrAppend(&out, name, "{address=\"", address, "\"} ", value(m), "\n");
+    }
+  };
+  family("ringrpc_connections_created_total", "counter", "Connections dialled.",
+         [](const pool::PoolMetrics& m) { return m.created; });
+  family("ringrpc_connections_closed_total", "counter", "Connections closed by the pool.",
+         [](const pool::PoolMetrics& m) { return m.closed; });
+  family("ringrpc_connect_failures_total", "counter", "Dials that failed.",
+         [](const pool::PoolMetrics& m) { return m.connect_failures; });
+  family("ringrpc_stream_leases_total", "counter", "Calls given a stream on a pooled connection.",
+         [](const pool::PoolMetrics& m) { return m.acquires; });
+  family("ringrpc_stream_waits_total", "counter", "Calls that waited for a stream.",
+         [](const pool::PoolMetrics& m) { return m.waits; });
+  family("ringrpc_connections_live", "gauge", "Connections open now.",
+         [](const pool::PoolMetrics& m) { return m.live; });
+  family("ringrpc_streams_active", "gauge", "Streams leased now.",
+         [](const pool::PoolMetrics& m) { return m.leases; });
+  absl::StrAppend(&out,
+                  "# HELP ringrpc_connections_retired_total Connections retired, by reason.\n"
+                  "# TYPE ringrpc_connections_retired_total counter\n");
+  for (auto& [address, m] : rows) {
+    for (size_t i = 1; i < pool::kRetireReasonCount; ++i) {
+      absl::StrAppend(&out, "ringrpc_connections_retired_total{address=\"", address,
+                      "\",reason=\"",
+                      std::string(pool::RetireReasonName(static_cast<pool::RetireReason>(i))),
+                      "\"} ", m.retired[i], "\n");
+    }
+  }
+  return out;
+}
+
 // ---- creation ------------------------------------------------------------------------
 
 namespace {

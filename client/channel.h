@@ -101,6 +101,10 @@ class Channel {
   void Invalidate();
   // Pool counters summed over the channel's addresses.
   pool::PoolMetrics Metrics() const;
+  // The same per address, in Prometheus text exposition format (counters
+  // ringrpc_connections_*_total, gauges ringrpc_connections_live and
+  // ringrpc_streams_active, retirements by reason), label `address`.
+  std::string MetricsText() const;
   // The channel's configuration error, if its target or arguments were bad
   // (then every call fails with it).
   Status configuration_status() const;

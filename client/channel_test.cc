@@ -18,6 +18,8 @@
 #include <map>
 #include <thread>
 
+#include "absl/strings/match.h"
+#include "absl/strings/str_split.h"
 #include "client/channel/resolver.h"
 #include "client/channel/subchannel.h"
 #include "tests/proto/echo_test.pb.h"
@@ -426,6 +428,26 @@ TEST(Channel, ChannelsWithTheSameTargetAndArgumentsShareOneSubchannelPool) {
   EXPECT_EQ(lifecycle, (std::vector<std::string>{"init", "attach", "attach", "detach",
                                                  "detach", "close"}));
   EXPECT_THAT(events, ::testing::Contains("connect"));
+}
+
+TEST(Channel, MetricsTextIsPrometheusExposition) {
+  auto server = StartServer();
+  auto ch = CreateChannel(server->address(), InsecureChannelCredentials());
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(Echo(*ch, "m", nullptr).ok());
+  ch->Invalidate();
+  std::this_thread::sleep_for(milliseconds(50));
+  std::string text = ch->MetricsText();
+  std::string a = absl::StrCat("{address=\"", server->address(), "\"}");
+  EXPECT_THAT(text, HasSubstr("# TYPE ringrpc_connections_created_total counter\n"));
+  EXPECT_THAT(text, HasSubstr("ringrpc_stream_leases_total" + a + " 3\n"));
+  EXPECT_THAT(text, HasSubstr("ringrpc_streams_active" + a + " 0\n"));
+  EXPECT_THAT(text, HasSubstr(absl::StrCat("ringrpc_connections_retired_total{address=\"",
+                                           server->address(), "\",reason=\"generation\"} ")));
+  // Every sample line is "name{labels} value".
+  for (absl::string_view line : absl::StrSplit(text, '\n', absl::SkipEmpty())) {
+    if (line[0] == '#') continue;
+    EXPECT_TRUE(absl::StrContains(line, "} ")) << line;
+  }
 }
 
 TEST(Channel, StateGoesFromIdleToReady) {
