@@ -174,16 +174,22 @@ TEST(Channel, WaitForReadyCallSucceedsOnceTheServerComesUp) {
   EXPECT_GE(ch->Metrics().connect_failures, 1u);
 }
 
-TEST(Channel, RoundRobinSpreadsCallsEvenly) {
-  std::vector<std::unique_ptr<testing::ServerProcess>> servers;
+// `n` servers and a round_robin channel over them (an ipv4: target).
+std::shared_ptr<Channel> RoundRobinOver(
+    int n, std::vector<std::unique_ptr<testing::ServerProcess>>* servers) {
   std::string target = "ipv4:";
-  for (int i = 0; i < 3; ++i) {
-    servers.push_back(StartServer());
-    absl::StrAppend(&target, i ? "," : "", servers.back()->address());
+  for (int i = 0; i < n; ++i) {
+    servers->push_back(StartServer());
+    absl::StrAppend(&target, i ? "," : "", servers->back()->address());
   }
   ChannelArguments args;
   args.SetLoadBalancingPolicyName("round_robin");
-  auto ch = CreateCustomChannel(target, InsecureChannelCredentials(), args);
+  return CreateCustomChannel(target, InsecureChannelCredentials(), args);
+}
+
+TEST(Channel, RoundRobinSpreadsCallsEvenly) {
+  std::vector<std::unique_ptr<testing::ServerProcess>> servers;
+  auto ch = RoundRobinOver(3, &servers);
   for (int i = 0; i < 300; ++i) ASSERT_TRUE(Echo(*ch, "rr", nullptr).ok());
   for (auto& s : servers) {
     int64_t n = ServerCalls(*s);
@@ -197,14 +203,7 @@ TEST(Channel, RoundRobinSpreadsCallsEvenly) {
 // call started after the kill, succeeds on the others.
 TEST(Channel, BackendKilledUnderLoadOnlyInFlightCallsFail) {
   std::vector<std::unique_ptr<testing::ServerProcess>> servers;
-  std::string target = "ipv4:";
-  for (int i = 0; i < 3; ++i) {
-    servers.push_back(StartServer());
-    absl::StrAppend(&target, i ? "," : "", servers.back()->address());
-  }
-  ChannelArguments args;
-  args.SetLoadBalancingPolicyName("round_robin");
-  auto ch = CreateCustomChannel(target, InsecureChannelCredentials(), args);
+  auto ch = RoundRobinOver(3, &servers);
   std::atomic<bool> stop{false}, killed{false};
   std::atomic<int> wfr_failures{0}, failures{0}, after_kill_ok{0};
   std::string killed_addr = servers[1]->address();
