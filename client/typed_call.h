@@ -1,0 +1,75 @@
+// client/typed_call.h — what generated stubs use: protobuf messages over
+// ringrpc's byte-level calls.
+//
+//   std::unique_ptr<TypedCall<Req, Resp>> call =
+//       co_await stub->co_Chat(&ctx, &status);
+//   co_await call->Write(req);
+//   Resp r;
+//   while (co_await call->Read(&r)) { ... }
+//   ringrpc::Status s = co_await call->Finish();
+#ifndef RINGRPC_CLIENT_TYPED_CALL_H_
+#define RINGRPC_CLIENT_TYPED_CALL_H_
+
+#include <memory>
+#include <string>
+
+#include <google/protobuf/message_lite.h>
+
+#include "client/channel.h"
+#include "client/status.h"
+
+namespace ringrpc {
+
+// The call's status, unless it is OK and `reply` does not parse into
+// `response` (INTERNAL, saying so).
+inline Status ParseReply(const Status& s, const std::string& reply,
+                         google::protobuf::MessageLite* response) {
+  if (!s.ok()) return s;
+  if (!response->ParseFromString(reply)) {
+    return Status(StatusCode::INTERNAL,
+                  "the response message does not parse as " + response->GetTypeName());
+  }
+  return s;
+}
+
+// A streaming call with typed messages. Lives on the CQ thread that
+// opened it.
+template <typename Request, typename Response>
+class TypedCall {
+ public:
+  explicit TypedCall(std::unique_ptr<ClientCall> call) : call_(std::move(call)) {}
+
+  pool::Task<Status> Write(const Request& request) {
+    return call_->Write(request.SerializeAsString());
+  }
+  void WritesDone() { call_->WritesDone(); }
+  // False at the end of the stream (or on a message that does not parse:
+  // the call is cancelled and Finish says INTERNAL).
+  pool::Task<bool> Read(Response* response) {
+    std::optional<std::string> m = co_await call_->Read();
+    if (!m) co_return false;
+    if (!response->ParseFromString(*m)) {
+      bad_message_ = true;
+      call_->Cancel();
+      co_return false;
+    }
+    co_return true;
+  }
+  pool::Task<Status> Finish() {
+    Status s = co_await call_->Finish();
+    if (bad_message_) {
+      co_return Status(StatusCode::INTERNAL,
+                       "a response message does not parse as " + Response().GetTypeName());
+    }
+    co_return s;
+  }
+  void Cancel() { call_->Cancel(); }
+
+ private:
+  std::unique_ptr<ClientCall> call_;
+  bool bad_message_ = false;
+};
+
+}  // namespace ringrpc
+
+#endif  // RINGRPC_CLIENT_TYPED_CALL_H_

@@ -1,0 +1,48 @@
+"""ringrpc_cc_library: messages and ringrpc stubs from .proto files.
+
+    load("//codegen:ringrpc.bzl", "ringrpc_cc_library")
+    ringrpc_cc_library(name = "greeter", srcs = ["greeter.proto"])
+
+Runs Debian's protoc with protoc-gen-ringrpc; yields a cc_library with
+X.pb.{h,cc} and X.ringrpc.pb.{h,cc}. Paths are relative to the workspace
+root (protoc -I.), so `import "pkg/other.proto";` works for protos of this
+workspace listed in `deps`' proto_srcs.
+"""
+
+def ringrpc_cc_library(name, srcs, deps = [], proto_deps = [], nested_namespace = "", visibility = None):
+    """Declares `name` (the cc_library) and `name`_gen (the protoc run).
+
+    Args:
+      name: the cc_library.
+      srcs: .proto files in this package.
+      deps: other ringrpc_cc_library targets these protos import.
+      proto_deps: the .proto files those imports name (protoc reads them).
+      nested_namespace: put the stubs in <package>::<this> (to link grpc++'s
+        generated code for the same protos in one program).
+      visibility: of the cc_library.
+    """
+    outs = []
+    for src in srcs:
+        base = src[:-len(".proto")]
+        outs += [base + ".pb.h", base + ".pb.cc", base + ".ringrpc.pb.h", base + ".ringrpc.pb.cc"]
+    native.genrule(
+        name = name + "_gen",
+        srcs = srcs + proto_deps,
+        outs = outs,
+        tools = ["//codegen:protoc-gen-ringrpc"],
+        cmd = ("/usr/bin/protoc -I. --cpp_out=$(GENDIR) " +
+               ("--ringrpc_out=nested_namespace=%s:$(GENDIR) " % nested_namespace if nested_namespace else "--ringrpc_out=$(GENDIR) ") +
+               "--plugin=protoc-gen-ringrpc=$(location //codegen:protoc-gen-ringrpc) " +
+               " ".join(["$(location %s)" % s for s in srcs])),
+    )
+    native.cc_library(
+        name = name,
+        srcs = [o for o in outs if o.endswith(".cc")],
+        hdrs = [o for o in outs if o.endswith(".h")],
+        deps = deps + [
+            "//client",
+            "//client:typed_call",
+            "@system//:protobuf",
+        ],
+        visibility = visibility,
+    )

@@ -1,0 +1,309 @@
+// protoc-gen-ringrpc: writes X.ringrpc.pb.h / X.ringrpc.pb.cc beside
+// protoc's X.pb.h / X.pb.cc, with a stub for every service:
+//
+//   auto stub = helloworld::Greeter::NewStub(channel);
+//   ringrpc::Status s = stub->SayHello(&ctx, request, &reply);          // blocking
+//   stub->async()->SayHello(&ctx, &request, &reply, [](ringrpc::Status) {});  // callback
+//   ringrpc::Status s = co_await stub->co_SayHello(&ctx, request, &reply);     // coroutine
+//
+// Unary methods get all three forms; streaming methods (server, client,
+// bidi) get the coroutine form, a typed call over ringrpc::ClientCall.
+// Errors in the input (a method name that would clash with generated
+// names) are reported through protoc, naming the file and the element.
+#include <google/protobuf/compiler/code_generator.h>
+#include <google/protobuf/compiler/plugin.h>
+#include <google/protobuf/descriptor.h>
+#include <google/protobuf/descriptor.pb.h>
+#include <google/protobuf/io/printer.h>
+#include <google/protobuf/io/zero_copy_stream.h>
+
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+
+namespace {
+
+using google::protobuf::FileDescriptor;
+using google::protobuf::MethodDescriptor;
+using google::protobuf::ServiceDescriptor;
+using google::protobuf::compiler::CodeGenerator;
+using google::protobuf::compiler::GeneratorContext;
+using google::protobuf::io::Printer;
+
+std::string StripProto(const std::string& name) {
+  return name.size() > 6 && name.substr(name.size() - 6) == ".proto"
+             ? name.substr(0, name.size() - 6)
+             : name;
+}
+
+// "pkg.sub.Msg" -> "::pkg::sub::Msg"
+std::string CppType(const std::string& full_name) {
+  std::string out = "::";
+  for (char c : full_name) {
+    if (c == '.') {
+      out += "::";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+std::string Namespace(const FileDescriptor* file) {
+  std::string ns;
+  for (char c : file->package()) ns += c == '.' ? std::string("::") : std::string(1, c);
+  return ns;
+}
+
+// C++ keywords a proto name may legally be: such names get a trailing '_'
+// (protoc's own rule for messages and fields).
+bool IsCppKeyword(const std::string& s) {
+  static const std::set<std::string> kKeywords = {
+      "alignas", "alignof", "and", "and_eq", "asm", "auto", "bitand", "bitor", "bool",
+      "break", "case", "catch", "char", "class", "compl", "const", "constexpr",
+      "const_cast", "continue", "decltype", "default", "delete", "do", "double",
+      "dynamic_cast", "else", "enum", "explicit", "export", "extern", "false", "float",
+      "for", "friend", "goto", "if", "inline", "int", "long", "mutable", "namespace",
+      "new", "noexcept", "not", "not_eq", "nullptr", "operator", "or", "or_eq", "private",
+      "protected", "public", "register", "reinterpret_cast", "return", "short", "signed",
+      "sizeof", "static", "static_assert", "static_cast", "struct", "switch", "template",
+      "this", "thread_local", "throw", "true", "try", "typedef", "typeid", "typename",
+      "union", "unsigned", "using", "virtual", "void", "volatile", "wchar_t", "while",
+      "xor", "xor_eq", "co_await", "co_return", "co_yield", "concept", "requires"};
+  return kKeywords.count(s) != 0;
+}
+
+std::string CppName(const std::string& s) { return IsCppKeyword(s) ? s + "_" : s; }
+
+void Comments(Printer& p, const google::protobuf::SourceLocation& loc) {
+  std::string text = loc.leading_comments;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    std::string line = text.substr(start, end - start);
+    p.Print("//$line$\n", "line", line);
+    start = end + 1;
+  }
+}
+
+class Generator final : public CodeGenerator {
+ public:
+  uint64_t GetSupportedFeatures() const override { return FEATURE_PROTO3_OPTIONAL; }
+
+  // Parameter: "nested_namespace=NAME" puts the stubs in
+  // <package namespace>::NAME, so a program can also link grpc++'s
+  // generated code for the same proto (same class names otherwise).
+  bool Generate(const FileDescriptor* file, const std::string& parameter,
+                GeneratorContext* context, std::string* error) const override {
+    std::string nested;
+    if (!parameter.empty()) {
+      const std::string key = "nested_namespace=";
+      if (parameter.rfind(key, 0) != 0 || parameter.size() == key.size()) {
+        *error = "protoc-gen-ringrpc: unknown parameter \"" + parameter +
+                 "\" (expected nested_namespace=NAME)";
+        return false;
+      }
+      nested = parameter.substr(key.size());
+    }
+    // Generated names that a method may not shadow.
+    static const std::set<std::string> kReserved = {"NewStub", "Stub", "StubInterface",
+                                                    "async", "channel"};
+    for (int s = 0; s < file->service_count(); ++s) {
+      const ServiceDescriptor* svc = file->service(s);
+      for (int m = 0; m < svc->method_count(); ++m) {
+        const std::string& name = svc->method(m)->name();
+        if (kReserved.count(name) || name.rfind("co_", 0) == 0) {
+          *error = file->name() + ": method " + svc->full_name() + "." + name +
+                   " clashes with a name ringrpc generates (NewStub, Stub, StubInterface, "
+                   "async, channel, co_*)";
+          return false;
+        }
+      }
+    }
+    std::string base = StripProto(file->name());
+    {
+      std::unique_ptr<google::protobuf::io::ZeroCopyOutputStream> out(
+          context->Open(base + ".ringrpc.pb.h"));
+      Printer p(out.get(), '$');
+      Header(p, file, base, nested);
+    }
+    {
+      std::unique_ptr<google::protobuf::io::ZeroCopyOutputStream> out(
+          context->Open(base + ".ringrpc.pb.cc"));
+      Printer p(out.get(), '$');
+      Source(p, file, base, nested);
+    }
+    return true;
+  }
+
+ private:
+  static std::map<std::string, std::string> Vars(const MethodDescriptor* m) {
+    return {{"name", CppName(m->name())},
+            {"co_name", "co_" + m->name()},
+            {"req", CppType(m->input_type()->full_name())},
+            {"resp", CppType(m->output_type()->full_name())},
+            {"path", "/" + m->service()->full_name() + "/" + m->name()}};
+  }
+
+  static std::string FullNamespace(const FileDescriptor* file, const std::string& nested) {
+    std::string ns = Namespace(file);
+    if (!nested.empty()) ns += (ns.empty() ? "" : "::") + nested;
+    return ns;
+  }
+
+  static void Header(Printer& p, const FileDescriptor* file, const std::string& base,
+                     const std::string& nested) {
+    std::string guard = "RINGRPC_GENERATED_" + base + "_RINGRPC_PB_H_";
+    for (char& c : guard) {
+      if (!isalnum(static_cast<unsigned char>(c))) c = '_';
+      c = static_cast<char>(toupper(static_cast<unsigned char>(c)));
+    }
+    p.Print(
+        "// Generated by protoc-gen-ringrpc from $file$. Do not edit.\n"
+        "#ifndef $guard$\n#define $guard$\n\n"
+        "#include <functional>\n#include <memory>\n#include <optional>\n\n"
+        "#include \"$base$.pb.h\"\n"
+        "#include \"client/channel.h\"\n"
+        "#include \"client/typed_call.h\"\n\n",
+        "file", file->name(), "guard", guard, "base", base);
+    std::string ns = FullNamespace(file, nested);
+    if (!ns.empty()) p.Print("namespace $ns$ {\n\n", "ns", ns);
+    for (int s = 0; s < file->service_count(); ++s) {
+      const ServiceDescriptor* svc = file->service(s);
+      google::protobuf::SourceLocation loc;
+      if (svc->GetSourceLocation(&loc)) Comments(p, loc);
+      if (svc->options().deprecated()) p.Print("// Deprecated.\n");
+      p.Print("class $svc$ final {\n public:\n", "svc", CppName(svc->name()));
+      p.Indent();
+      p.Print("static constexpr char service_full_name[] = \"$full$\";\n\n", "full",
+              svc->full_name());
+      // StubInterface: pure virtual, for gMock.
+      p.Print("class StubInterface {\n public:\n  virtual ~StubInterface() = default;\n");
+      p.Indent();
+      for (int m = 0; m < svc->method_count(); ++m) {
+        const MethodDescriptor* md = svc->method(m);
+        if (md->client_streaming() || md->server_streaming()) continue;
+        p.Print(Vars(md),
+                "virtual ::ringrpc::Status $name$(::ringrpc::ClientContext* context, "
+                "const $req$& request, $resp$* response) = 0;\n");
+      }
+      p.Outdent();
+      p.Print("};\n\n");
+      p.Print("class Stub final : public StubInterface {\n public:\n");
+      p.Indent();
+      p.Print(
+          "explicit Stub(std::shared_ptr<::ringrpc::Channel> channel) : "
+          "channel_(std::move(channel)) {}\n\n");
+      for (int m = 0; m < svc->method_count(); ++m) {
+        const MethodDescriptor* md = svc->method(m);
+        google::protobuf::SourceLocation loc;
+        if (md->GetSourceLocation(&loc)) Comments(p, loc);
+        if (md->options().deprecated()) p.Print("[[deprecated]]\n");
+        auto v = Vars(md);
+        if (!md->client_streaming() && !md->server_streaming()) {
+          p.Print(v,
+                  "// Blocking (not on one of the channel's CQ threads).\n"
+                  "::ringrpc::Status $name$(::ringrpc::ClientContext* context, "
+                  "const $req$& request, $resp$* response) override;\n"
+                  "// Coroutine (on one of the channel's CQ threads).\n"
+                  "::ringrpc::pool::Task<::ringrpc::Status> $co_name$(::ringrpc::ClientContext* "
+                  "context, const $req$& request, $resp$* response);\n\n");
+        } else {
+          p.Print(v,
+                  "// Streaming, coroutine form (on one of the channel's CQ threads):\n"
+                  "// nullptr and *status on failure to start.\n"
+                  "::ringrpc::pool::Task<std::unique_ptr<::ringrpc::TypedCall<$req$, $resp$>>> "
+                  "$co_name$(::ringrpc::ClientContext* context, ::ringrpc::Status* status);\n\n");
+        }
+      }
+      // Callback forms.
+      p.Print("class async_interface {\n public:\n");
+      p.Indent();
+      p.Print("explicit async_interface(Stub* stub) : stub_(stub) {}\n");
+      for (int m = 0; m < svc->method_count(); ++m) {
+        const MethodDescriptor* md = svc->method(m);
+        if (md->client_streaming() || md->server_streaming()) continue;
+        p.Print(Vars(md),
+                "// `done` runs once, on a CQ thread; request and response must outlive it.\n"
+                "void $name$(::ringrpc::ClientContext* context, const $req$* request, "
+                "$resp$* response, std::function<void(::ringrpc::Status)> done);\n");
+      }
+      p.Outdent();
+      p.Print(" private:\n  Stub* stub_;\n};\n");
+      p.Print("async_interface* async() { return &async_; }\n");
+      p.Print("const std::shared_ptr<::ringrpc::Channel>& channel() const { return channel_; }\n\n");
+      p.Outdent();
+      p.Print(" private:\n  std::shared_ptr<::ringrpc::Channel> channel_;\n  async_interface async_{this};\n");
+      p.Print("};\n\n");
+      p.Print(
+          "static std::unique_ptr<Stub> NewStub(std::shared_ptr<::ringrpc::Channel> channel) {\n"
+          "  return std::make_unique<Stub>(std::move(channel));\n}\n");
+      p.Outdent();
+      p.Print("};\n\n");
+    }
+    if (!ns.empty()) p.Print("}  // namespace $ns$\n\n", "ns", ns);
+    p.Print("#endif  // $guard$\n", "guard", guard);
+  }
+
+  static void Source(Printer& p, const FileDescriptor* file, const std::string& base,
+                     const std::string& nested) {
+    p.Print("// Generated by protoc-gen-ringrpc from $file$. Do not edit.\n"
+            "#include \"$base$.ringrpc.pb.h\"\n\n",
+            "file", file->name(), "base", base);
+    std::string ns = FullNamespace(file, nested);
+    if (!ns.empty()) p.Print("namespace $ns$ {\n\n", "ns", ns);
+    for (int s = 0; s < file->service_count(); ++s) {
+      const ServiceDescriptor* svc = file->service(s);
+      std::string cls = CppName(svc->name());
+      for (int m = 0; m < svc->method_count(); ++m) {
+        const MethodDescriptor* md = svc->method(m);
+        auto v = Vars(md);
+        v["cls"] = cls;
+        if (!md->client_streaming() && !md->server_streaming()) {
+          p.Print(v,
+                  "::ringrpc::Status $cls$::Stub::$name$(::ringrpc::ClientContext* context, "
+                  "const $req$& request, $resp$* response) {\n"
+                  "  std::string reply;\n"
+                  "  ::ringrpc::Status s = channel_->BlockingUnaryCall(\"$path$\", context, "
+                  "request.SerializeAsString(), &reply);\n"
+                  "  return ::ringrpc::ParseReply(s, reply, response);\n}\n\n"
+                  "::ringrpc::pool::Task<::ringrpc::Status> $cls$::Stub::$co_name$("
+                  "::ringrpc::ClientContext* context, const $req$& request, $resp$* response) {\n"
+                  "  std::string reply;\n"
+                  "  ::ringrpc::Status s = co_await channel_->Unary(\"$path$\", context, "
+                  "request.SerializeAsString(), &reply);\n"
+                  "  co_return ::ringrpc::ParseReply(s, reply, response);\n}\n\n"
+                  "void $cls$::Stub::async_interface::$name$(::ringrpc::ClientContext* context, "
+                  "const $req$* request, $resp$* response, "
+                  "std::function<void(::ringrpc::Status)> done) {\n"
+                  "  auto reply = std::make_shared<std::string>();\n"
+                  "  stub_->channel_->UnaryCallAsync(\"$path$\", context, "
+                  "request->SerializeAsString(), reply.get(),\n"
+                  "      [reply, response, done = std::move(done)](::ringrpc::Status s) {\n"
+                  "        done(::ringrpc::ParseReply(s, *reply, response));\n"
+                  "      });\n}\n\n");
+        } else {
+          p.Print(v,
+                  "::ringrpc::pool::Task<std::unique_ptr<::ringrpc::TypedCall<$req$, $resp$>>> "
+                  "$cls$::Stub::$co_name$(::ringrpc::ClientContext* context, "
+                  "::ringrpc::Status* status) {\n"
+                  "  std::unique_ptr<::ringrpc::ClientCall> call = co_await "
+                  "channel_->Open(\"$path$\", context, status);\n"
+                  "  if (call == nullptr) co_return nullptr;\n"
+                  "  co_return std::make_unique<::ringrpc::TypedCall<$req$, $resp$>>(std::move(call));\n"
+                  "}\n\n");
+        }
+      }
+    }
+    if (!ns.empty()) p.Print("}  // namespace $ns$\n", "ns", ns);
+  }
+};
+
+}  // namespace
+
+int main(int argc, char* argv[]) {
+  Generator generator;
+  return google::protobuf::compiler::PluginMain(argc, argv, &generator);
+}
