@@ -9,7 +9,14 @@ root (protoc -I.), so `import "pkg/other.proto";` works for protos of this
 workspace listed in `deps`' proto_srcs.
 """
 
-def ringrpc_cc_library(name, srcs, deps = [], proto_deps = [], nested_namespace = "", visibility = None):
+def ringrpc_cc_library(
+        name,
+        srcs,
+        deps = [],
+        proto_deps = [],
+        nested_namespace = "",
+        testonly = False,
+        visibility = None):
     """Declares `name` (the cc_library) and `name`_gen (the protoc run).
 
     Args:
@@ -19,6 +26,7 @@ def ringrpc_cc_library(name, srcs, deps = [], proto_deps = [], nested_namespace 
       proto_deps: the .proto files those imports name (protoc reads them).
       nested_namespace: put the stubs in <package>::<this> (to link grpc++'s
         generated code for the same protos in one program).
+      testonly: as for any rule.
       visibility: of the cc_library.
     """
     outs = []
@@ -27,6 +35,7 @@ def ringrpc_cc_library(name, srcs, deps = [], proto_deps = [], nested_namespace 
         outs += [base + ".pb.h", base + ".pb.cc", base + ".ringrpc.pb.h", base + ".ringrpc.pb.cc"]
     native.genrule(
         name = name + "_gen",
+        testonly = testonly,
         srcs = srcs + proto_deps,
         outs = outs,
         tools = ["//codegen:protoc-gen-ringrpc"],
@@ -37,6 +46,7 @@ def ringrpc_cc_library(name, srcs, deps = [], proto_deps = [], nested_namespace 
     )
     native.cc_library(
         name = name,
+        testonly = testonly,
         srcs = [o for o in outs if o.endswith(".cc")],
         hdrs = [o for o in outs if o.endswith(".h")],
         deps = deps + [

@@ -200,21 +200,21 @@ class Generator final : public CodeGenerator {
         const MethodDescriptor* md = svc->method(m);
         google::protobuf::SourceLocation loc;
         if (md->GetSourceLocation(&loc)) Comments(p, loc);
-        if (md->options().deprecated()) p.Print("[[deprecated]]\n");
         auto v = Vars(md);
+        v["dep"] = md->options().deprecated() ? "[[deprecated]] " : "";
         if (!md->client_streaming() && !md->server_streaming()) {
           p.Print(v,
                   "// Blocking (not on one of the channel's CQ threads).\n"
-                  "::ringrpc::Status $name$(::ringrpc::ClientContext* context, "
+                  "$dep$::ringrpc::Status $name$(::ringrpc::ClientContext* context, "
                   "const $req$& request, $resp$* response) override;\n"
                   "// Coroutine (on one of the channel's CQ threads).\n"
-                  "::ringrpc::pool::Task<::ringrpc::Status> $co_name$(::ringrpc::ClientContext* "
+                  "$dep$::ringrpc::pool::Task<::ringrpc::Status> $co_name$(::ringrpc::ClientContext* "
                   "context, const $req$& request, $resp$* response);\n\n");
         } else {
           p.Print(v,
                   "// Streaming, coroutine form (on one of the channel's CQ threads):\n"
                   "// nullptr and *status on failure to start.\n"
-                  "::ringrpc::pool::Task<std::unique_ptr<::ringrpc::TypedCall<$req$, $resp$>>> "
+                  "$dep$::ringrpc::pool::Task<std::unique_ptr<::ringrpc::TypedCall<$req$, $resp$>>> "
                   "$co_name$(::ringrpc::ClientContext* context, ::ringrpc::Status* status);\n\n");
         }
       }
