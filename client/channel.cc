@@ -265,6 +265,7 @@ struct ChannelState : std::enable_shared_from_this<ChannelState> {
 
 struct ClientCall::Impl {
   std::shared_ptr<channel::ChannelState> channel;
+  runtime::EventLoop* loop = nullptr;  // the CQ thread the call lives on
   ClientContext* ctx = nullptr;
   std::shared_ptr<channel::Subchannel> sc;
   channel::SubchannelLease lease;             // destroyed after `call`
@@ -292,6 +293,12 @@ pool::Task<Status> ClientCall::Write(std::string message) {
 void ClientCall::WritesDone() { impl_->call->WritesDone(); }
 pool::Task<std::optional<std::string>> ClientCall::Read() { return impl_->call->Read(); }
 void ClientCall::Cancel() { impl_->call->Cancel(); }
+
+void ClientCall::Run(pool::Task<void> task) {
+  auto holder = std::make_shared<pool::Task<void>>(std::move(task));
+  runtime::EventLoop* loop = impl_->loop;
+  loop->Post([loop, holder] { loop->Spawn(std::move(*holder)); });
+}
 
 pool::Task<Status> ClientCall::Finish() {
   absl::Status s = co_await impl_->call->Finish();
@@ -408,6 +415,7 @@ pool::Task<std::unique_ptr<ClientCall>> ChannelState::Open(std::string method,
     }
     auto impl = std::make_unique<ClientCall::Impl>();
     impl->channel = shared_from_this();
+    impl->loop = &loop;
     impl->ctx = ctx;
     impl->sc = sc;
     impl->lease = std::move(leased);
@@ -517,6 +525,27 @@ void Channel::UnaryCallAsync(const std::string& method, ClientContext* ctx, std:
     return;
   }
   Spawn(RunUnary(this, method, ctx, std::move(request), response, std::move(done)));
+}
+
+std::unique_ptr<ClientCall> Channel::BlockingOpen(const std::string& method, ClientContext* ctx,
+                                                  Status* status) {
+  if (!state_->config_error.ok()) {
+    *status = Status::FromAbsl(state_->config_error);
+    return nullptr;
+  }
+  if (state_->CurrentIndex()) {
+    *status = Status(StatusCode::FAILED_PRECONDITION,
+                     "a blocking call on one of the channel's own CQ threads would deadlock; "
+                     "use the coroutine API there");
+    return nullptr;
+  }
+  std::promise<std::unique_ptr<ClientCall>> promise;
+  auto result = promise.get_future();
+  Spawn([](Channel* ch, std::string method, ClientContext* ctx, Status* status,
+           std::promise<std::unique_ptr<ClientCall>>* out) -> pool::Task<void> {
+    out->set_value(co_await ch->Open(std::move(method), ctx, status));
+  }(this, method, ctx, status, &promise));
+  return result.get();
 }
 
 Status Channel::BlockingUnaryCall(const std::string& method, ClientContext* ctx,

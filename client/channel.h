@@ -58,6 +58,9 @@ class ClientCall {
   // The status; also fills the context's server metadata and peer.
   pool::Task<Status> Finish();
   void Cancel();
+  // Runs `task` on the CQ thread this call lives on (any thread may call
+  // it): how the blocking stream API drives a call.
+  void Run(pool::Task<void> task);
 
  private:
   friend struct channel::ChannelState;
@@ -84,6 +87,10 @@ class Channel {
                            std::string* response);
   pool::Task<std::unique_ptr<ClientCall>> Open(std::string method, ClientContext* ctx,
                                                Status* status);
+  // Open from a thread that is not one of the channel's CQ threads (the
+  // blocking stream API): hops to a CQ thread, opens there, waits.
+  std::unique_ptr<ClientCall> BlockingOpen(const std::string& method, ClientContext* ctx,
+                                           Status* status);
   // Runs `task` on one of the channel's CQ threads (chosen by the calling
   // thread, so one caller keeps to one thread's warm connections).
   void Spawn(pool::Task<void> task);

@@ -139,6 +139,22 @@ class Generator final : public CodeGenerator {
   }
 
  private:
+  // The blocking form's return type and parameters, as grpc++ has them.
+  static std::pair<std::string, std::string> BlockingStream(const MethodDescriptor* m) {
+    std::string req = CppType(m->input_type()->full_name());
+    std::string resp = CppType(m->output_type()->full_name());
+    if (m->server_streaming() && !m->client_streaming()) {
+      return {"std::unique_ptr<::ringrpc::ClientReader<" + resp + ">>",
+              "::ringrpc::ClientContext* context, const " + req + "& request"};
+    }
+    if (m->client_streaming() && !m->server_streaming()) {
+      return {"std::unique_ptr<::ringrpc::ClientWriter<" + req + ">>",
+              "::ringrpc::ClientContext* context, " + resp + "* response"};
+    }
+    return {"std::unique_ptr<::ringrpc::ClientReaderWriter<" + req + ", " + resp + ">>",
+            "::ringrpc::ClientContext* context"};
+  }
+
   static std::map<std::string, std::string> Vars(const MethodDescriptor* m) {
     return {{"name", CppName(m->name())},
             {"co_name", "co_" + m->name()},
@@ -165,6 +181,7 @@ class Generator final : public CodeGenerator {
         "#ifndef $guard$\n#define $guard$\n\n"
         "#include <functional>\n#include <memory>\n#include <optional>\n\n"
         "#include \"$base$.pb.h\"\n"
+        "#include \"client/blocking_stream.h\"\n"
         "#include \"client/channel.h\"\n"
         "#include \"client/typed_call.h\"\n\n",
         "file", file->name(), "guard", guard, "base", base);
@@ -184,8 +201,15 @@ class Generator final : public CodeGenerator {
       p.Indent();
       for (int m = 0; m < svc->method_count(); ++m) {
         const MethodDescriptor* md = svc->method(m);
-        if (md->client_streaming() || md->server_streaming()) continue;
-        p.Print(Vars(md),
+        auto v = Vars(md);
+        if (md->client_streaming() || md->server_streaming()) {
+          auto [ret, params] = BlockingStream(md);
+          v["ret"] = ret;
+          v["params"] = params;
+          p.Print(v, "virtual $ret$ $name$($params$) = 0;\n");
+          continue;
+        }
+        p.Print(v,
                 "virtual ::ringrpc::Status $name$(::ringrpc::ClientContext* context, "
                 "const $req$& request, $resp$* response) = 0;\n");
       }
@@ -211,6 +235,12 @@ class Generator final : public CodeGenerator {
                   "$dep$::ringrpc::pool::Task<::ringrpc::Status> $co_name$(::ringrpc::ClientContext* "
                   "context, const $req$& request, $resp$* response);\n\n");
         } else {
+          auto [ret, params] = BlockingStream(md);
+          v["ret"] = ret;
+          v["params"] = params;
+          p.Print(v,
+                  "// Streaming, blocking form (not on one of the channel's CQ threads).\n"
+                  "$dep$$ret$ $name$($params$) override;\n");
           p.Print(v,
                   "// Streaming, coroutine form (on one of the channel's CQ threads):\n"
                   "// nullptr and *status on failure to start.\n"
@@ -285,6 +315,26 @@ class Generator final : public CodeGenerator {
                   "        done(::ringrpc::ParseReply(s, *reply, response));\n"
                   "      });\n}\n\n");
         } else {
+          auto [ret, params] = BlockingStream(md);
+          v["ret"] = ret;
+          v["params"] = params;
+          std::string make;
+          if (md->server_streaming() && !md->client_streaming()) {
+            make = "std::make_unique<::ringrpc::ClientReader<$resp$>>(std::move(call), status, "
+                   "request.SerializeAsString())";
+          } else if (md->client_streaming() && !md->server_streaming()) {
+            make = "std::make_unique<::ringrpc::ClientWriter<$req$>>(std::move(call), status, "
+                   "response)";
+          } else {
+            make = "std::make_unique<::ringrpc::ClientReaderWriter<$req$, $resp$>>("
+                   "std::move(call), status)";
+          }
+          p.Print(v,
+                  ("$ret$ $cls$::Stub::$name$($params$) {\n"
+                   "  ::ringrpc::Status status;\n"
+                   "  std::unique_ptr<::ringrpc::ClientCall> call = "
+                   "channel_->BlockingOpen(\"$path$\", context, &status);\n"
+                   "  return " + make + ";\n}\n\n").c_str());
           p.Print(v,
                   "::ringrpc::pool::Task<std::unique_ptr<::ringrpc::TypedCall<$req$, $resp$>>> "
                   "$cls$::Stub::$co_name$(::ringrpc::ClientContext* context, "

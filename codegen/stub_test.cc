@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <future>
+#include <thread>
 
 #include "codegen/testdata/tricky.ringrpc.pb.h"
 #include "tests/proto/echo_test.ringrpc.pb.h"
@@ -122,6 +123,65 @@ TEST_F(StubTest, ServerClientAndBidiStreaming) {
   EXPECT_EQ(bidi_matched, 20);
 }
 
+TEST_F(StubTest, BlockingStreamsAsInGrpcpp) {
+  {
+    ClientContext ctx;
+    EchoRequest req;
+    req.set_count(50);
+    auto reader = stub_->ServerStream(&ctx, req);
+    EchoResponse r;
+    int n = 0;
+    while (reader->Read(&r)) n += r.count() == n;
+    Status s = reader->Finish();
+    EXPECT_TRUE(s.ok()) << s.ToString();
+    EXPECT_EQ(n, 50);
+  }
+  {
+    ClientContext ctx;
+    EchoResponse summary;
+    auto writer = stub_->ClientStream(&ctx, &summary);
+    for (int i = 0; i < 7; ++i) {
+      EchoRequest req;
+      req.set_payload("xy");
+      ASSERT_TRUE(writer->Write(req));
+    }
+    Status s = writer->Finish();
+    EXPECT_TRUE(s.ok()) << s.ToString();
+    EXPECT_EQ(summary.count(), 7);
+    EXPECT_EQ(summary.total_bytes(), 14);
+  }
+  {
+    ClientContext ctx;
+    auto stream = stub_->Bidi(&ctx);
+    // One thread writes while this one reads, as grpc++ allows.
+    std::thread writer([&] {
+      for (int i = 0; i < 30; ++i) {
+        EchoRequest req;
+        req.set_payload(std::to_string(i));
+        stream->Write(req);
+      }
+      stream->WritesDone();
+    });
+    EchoResponse r;
+    int n = 0;
+    while (stream->Read(&r)) n += r.payload() == std::to_string(n);
+    writer.join();
+    Status s = stream->Finish();
+    EXPECT_TRUE(s.ok()) << s.ToString();
+    EXPECT_EQ(n, 30);
+  }
+}
+
+TEST(BlockingStream, FailureToOpenIsReportedByFinish) {
+  auto channel = ::ringrpc::CreateChannel("127.0.0.1:1", ::ringrpc::InsecureChannelCredentials());
+  auto stub = TestService::NewStub(channel);
+  ClientContext ctx;
+  auto reader = stub->ServerStream(&ctx, EchoRequest());
+  EchoResponse r;
+  EXPECT_FALSE(reader->Read(&r));
+  EXPECT_EQ(reader->Finish().error_code(), StatusCode::UNAVAILABLE);
+}
+
 // Application code written against the interface can be tested with gMock.
 class MockTestService : public TestService::StubInterface {
  public:
@@ -129,6 +189,12 @@ class MockTestService : public TestService::StubInterface {
   MOCK_METHOD(Status, Stats,
               (ClientContext*, const ringrpc::test::StatsRequest&, ringrpc::test::StatsResponse*),
               (override));
+  MOCK_METHOD(std::unique_ptr<::ringrpc::ClientReader<EchoResponse>>, ServerStream,
+              (ClientContext*, const EchoRequest&), (override));
+  MOCK_METHOD(std::unique_ptr<::ringrpc::ClientWriter<EchoRequest>>, ClientStream,
+              (ClientContext*, EchoResponse*), (override));
+  MOCK_METHOD((std::unique_ptr<::ringrpc::ClientReaderWriter<EchoRequest, EchoResponse>>), Bidi,
+              (ClientContext*), (override));
 };
 
 std::string Shout(TestService::StubInterface& stub, const std::string& text) {

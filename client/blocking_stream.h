@@ -1,0 +1,149 @@
+// client/blocking_stream.h — grpc++'s blocking streaming API over ringrpc
+// calls: ClientReader, ClientWriter, ClientReaderWriter. Each operation runs
+// on the call's CQ thread while the calling thread waits.
+//
+//   std::unique_ptr<ringrpc::ClientReader<Feature>> reader =
+//       stub->ListFeatures(&ctx, rect);
+//   Feature f;
+//   while (reader->Read(&f)) { ... }
+//   ringrpc::Status s = reader->Finish();
+//
+// Threading: any thread that is not one of the channel's CQ threads. For a
+// bidi stream, one thread may Read while another Writes.
+#ifndef RINGRPC_CLIENT_BLOCKING_STREAM_H_
+#define RINGRPC_CLIENT_BLOCKING_STREAM_H_
+
+#include <functional>
+#include <future>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <google/protobuf/message_lite.h>
+
+#include "client/channel.h"
+#include "client/status.h"
+
+namespace ringrpc {
+
+class BlockingCallBase {
+ public:
+  virtual ~BlockingCallBase() {
+    if (call_) Run([this]() -> pool::Task<void> {
+      call_.reset();  // released on its own thread
+      co_return;
+    });
+  }
+
+ protected:
+  BlockingCallBase(std::unique_ptr<ClientCall> call, Status open_status)
+      : call_(std::move(call)), open_(std::move(open_status)) {}
+
+  bool WriteBytes(std::string message) {
+    if (!call_) return false;
+    bool ok = false;
+    Run([&]() -> pool::Task<void> { ok = (co_await call_->Write(std::move(message))).ok(); });
+    return ok;
+  }
+  bool WritesDoneSync() {
+    if (!call_) return false;
+    Run([&]() -> pool::Task<void> {
+      call_->WritesDone();
+      co_return;
+    });
+    return true;
+  }
+  // False at the end of the stream, or if `out` does not parse (the call is
+  // then cancelled and Finish says INTERNAL).
+  bool ReadInto(google::protobuf::MessageLite* out) {
+    if (!call_) return false;
+    std::optional<std::string> m;
+    Run([&]() -> pool::Task<void> { m = co_await call_->Read(); });
+    if (!m) return false;
+    if (!out->ParseFromString(*m)) {
+      bad_message_ = out->GetTypeName();
+      Run([&]() -> pool::Task<void> {
+        call_->Cancel();
+        co_return;
+      });
+      return false;
+    }
+    return true;
+  }
+  Status FinishSync() {
+    if (!call_) return open_;
+    Status s;
+    Run([&]() -> pool::Task<void> { s = co_await call_->Finish(); });
+    if (!bad_message_.empty()) {
+      return Status(StatusCode::INTERNAL, "a response message does not parse as " + bad_message_);
+    }
+    return s;
+  }
+
+ private:
+  // Runs `make()` on the call's CQ thread and waits for it.
+  void Run(std::function<pool::Task<void>()> make) {
+    std::promise<void> done;
+    call_->Run([](std::function<pool::Task<void>()> make,
+                  std::promise<void>* done) -> pool::Task<void> {
+      co_await make();
+      done->set_value();
+    }(std::move(make), &done));
+    done.get_future().get();
+  }
+
+  std::unique_ptr<ClientCall> call_;
+  Status open_;
+  std::string bad_message_;
+};
+
+template <typename Response>
+class ClientReader final : public BlockingCallBase {
+ public:
+  ClientReader(std::unique_ptr<ClientCall> call, Status open_status, const std::string& request)
+      : BlockingCallBase(std::move(call), std::move(open_status)) {
+    if (WriteBytes(request)) WritesDoneSync();
+  }
+  bool Read(Response* response) { return ReadInto(response); }
+  Status Finish() { return FinishSync(); }
+};
+
+template <typename Request>
+class ClientWriter final : public BlockingCallBase {
+ public:
+  ClientWriter(std::unique_ptr<ClientCall> call, Status open_status,
+               google::protobuf::MessageLite* response)
+      : BlockingCallBase(std::move(call), std::move(open_status)), response_(response) {}
+  bool Write(const Request& request) { return WriteBytes(request.SerializeAsString()); }
+  bool WritesDone() { return WritesDoneSync(); }
+  // Half-closes if needed, reads the single response into the message given
+  // at the start, and returns the status.
+  Status Finish() {
+    WritesDoneSync();
+    bool got = ReadInto(response_);
+    Status s = FinishSync();
+    if (s.ok() && !got) {
+      return Status(StatusCode::INTERNAL,
+                    "the server ended a client-streaming call OK without a response message");
+    }
+    return s;
+  }
+
+ private:
+  google::protobuf::MessageLite* response_;
+};
+
+template <typename Request, typename Response>
+class ClientReaderWriter final : public BlockingCallBase {
+ public:
+  ClientReaderWriter(std::unique_ptr<ClientCall> call, Status open_status)
+      : BlockingCallBase(std::move(call), std::move(open_status)) {}
+  bool Write(const Request& request) { return WriteBytes(request.SerializeAsString()); }
+  bool WritesDone() { return WritesDoneSync(); }
+  bool Read(Response* response) { return ReadInto(response); }
+  Status Finish() { return FinishSync(); }
+};
+
+}  // namespace ringrpc
+
+#endif  // RINGRPC_CLIENT_BLOCKING_STREAM_H_
