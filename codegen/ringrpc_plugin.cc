@@ -155,12 +155,32 @@ class Generator final : public CodeGenerator {
             "::ringrpc::ClientContext* context"};
   }
 
+  // Everything a method's code is printed from; for streaming methods also
+  // the blocking form's return type, parameters and how it is made.
   static std::map<std::string, std::string> Vars(const MethodDescriptor* m) {
-    return {{"name", CppName(m->name())},
-            {"co_name", "co_" + m->name()},
-            {"req", CppType(m->input_type()->full_name())},
-            {"resp", CppType(m->output_type()->full_name())},
-            {"path", "/" + m->service()->full_name() + "/" + m->name()}};
+    std::map<std::string, std::string> v = {
+        {"name", CppName(m->name())},
+        {"co_name", "co_" + m->name()},
+        {"req", CppType(m->input_type()->full_name())},
+        {"resp", CppType(m->output_type()->full_name())},
+        {"path", "/" + m->service()->full_name() + "/" + m->name()},
+        {"dep", m->options().deprecated() ? "[[deprecated]] " : ""}};
+    if (m->client_streaming() || m->server_streaming()) {
+      auto [ret, params] = BlockingStream(m);
+      v["ret"] = ret;
+      v["params"] = params;
+      if (m->server_streaming() && !m->client_streaming()) {
+        v["make"] = "std::make_unique<::ringrpc::ClientReader<" + v["resp"] +
+                    ">>(std::move(call), status, request.SerializeAsString())";
+      } else if (m->client_streaming() && !m->server_streaming()) {
+        v["make"] = "std::make_unique<::ringrpc::ClientWriter<" + v["req"] +
+                    ">>(std::move(call), status, response)";
+      } else {
+        v["make"] = "std::make_unique<::ringrpc::ClientReaderWriter<" + v["req"] + ", " +
+                    v["resp"] + ">>(std::move(call), status)";
+      }
+    }
+    return v;
   }
 
   static std::string FullNamespace(const FileDescriptor* file, const std::string& nested) {
@@ -203,9 +223,6 @@ class Generator final : public CodeGenerator {
         const MethodDescriptor* md = svc->method(m);
         auto v = Vars(md);
         if (md->client_streaming() || md->server_streaming()) {
-          auto [ret, params] = BlockingStream(md);
-          v["ret"] = ret;
-          v["params"] = params;
           p.Print(v, "virtual $ret$ $name$($params$) = 0;\n");
           continue;
         }
@@ -225,7 +242,6 @@ class Generator final : public CodeGenerator {
         google::protobuf::SourceLocation loc;
         if (md->GetSourceLocation(&loc)) Comments(p, loc);
         auto v = Vars(md);
-        v["dep"] = md->options().deprecated() ? "[[deprecated]] " : "";
         if (!md->client_streaming() && !md->server_streaming()) {
           p.Print(v,
                   "// Blocking (not on one of the channel's CQ threads).\n"
@@ -235,9 +251,6 @@ class Generator final : public CodeGenerator {
                   "$dep$::ringrpc::pool::Task<::ringrpc::Status> $co_name$(::ringrpc::ClientContext* "
                   "context, const $req$& request, $resp$* response);\n\n");
         } else {
-          auto [ret, params] = BlockingStream(md);
-          v["ret"] = ret;
-          v["params"] = params;
           p.Print(v,
                   "// Streaming, blocking form (not on one of the channel's CQ threads).\n"
                   "$dep$$ret$ $name$($params$) override;\n");
@@ -315,26 +328,12 @@ class Generator final : public CodeGenerator {
                   "        done(::ringrpc::ParseReply(s, *reply, response));\n"
                   "      });\n}\n\n");
         } else {
-          auto [ret, params] = BlockingStream(md);
-          v["ret"] = ret;
-          v["params"] = params;
-          std::string make;
-          if (md->server_streaming() && !md->client_streaming()) {
-            make = "std::make_unique<::ringrpc::ClientReader<$resp$>>(std::move(call), status, "
-                   "request.SerializeAsString())";
-          } else if (md->client_streaming() && !md->server_streaming()) {
-            make = "std::make_unique<::ringrpc::ClientWriter<$req$>>(std::move(call), status, "
-                   "response)";
-          } else {
-            make = "std::make_unique<::ringrpc::ClientReaderWriter<$req$, $resp$>>("
-                   "std::move(call), status)";
-          }
           p.Print(v,
-                  ("$ret$ $cls$::Stub::$name$($params$) {\n"
-                   "  ::ringrpc::Status status;\n"
-                   "  std::unique_ptr<::ringrpc::ClientCall> call = "
-                   "channel_->BlockingOpen(\"$path$\", context, &status);\n"
-                   "  return " + make + ";\n}\n\n").c_str());
+                  "$ret$ $cls$::Stub::$name$($params$) {\n"
+                  "  ::ringrpc::Status status;\n"
+                  "  std::unique_ptr<::ringrpc::ClientCall> call = "
+                  "channel_->BlockingOpen(\"$path$\", context, &status);\n"
+                  "  return $make$;\n}\n\n");
           p.Print(v,
                   "::ringrpc::pool::Task<std::unique_ptr<::ringrpc::TypedCall<$req$, $resp$>>> "
                   "$cls$::Stub::$co_name$(::ringrpc::ClientContext* context, "
