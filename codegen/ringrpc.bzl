@@ -9,6 +9,10 @@ root (protoc -I.), so `import "pkg/other.proto";` works for protos of this
 workspace listed in `deps`' proto_srcs.
 """
 
+# Labels resolve to ringrpc's repository even when this file is loaded from
+# another workspace (@ringrpc//codegen:ringrpc.bzl).
+_PLUGIN = Label("//codegen:protoc-gen-ringrpc")
+
 def ringrpc_cc_library(
         name,
         srcs,
@@ -38,10 +42,10 @@ def ringrpc_cc_library(
         testonly = testonly,
         srcs = srcs + proto_deps,
         outs = outs,
-        tools = ["//codegen:protoc-gen-ringrpc"],
+        tools = [_PLUGIN],
         cmd = ("/usr/bin/protoc -I. --cpp_out=$(GENDIR) " +
                ("--ringrpc_out=nested_namespace=%s:$(GENDIR) " % nested_namespace if nested_namespace else "--ringrpc_out=$(GENDIR) ") +
-               "--plugin=protoc-gen-ringrpc=$(location //codegen:protoc-gen-ringrpc) " +
+               "--plugin=protoc-gen-ringrpc=$(location %s) " % str(_PLUGIN) +
                " ".join(["$(location %s)" % s for s in srcs])),
     )
     native.cc_library(
@@ -50,8 +54,8 @@ def ringrpc_cc_library(
         srcs = [o for o in outs if o.endswith(".cc")],
         hdrs = [o for o in outs if o.endswith(".h")],
         deps = deps + [
-            "//client",
-            "//client:typed_call",
+            Label("//client"),
+            Label("//client:typed_call"),
             "@system//:protobuf",
         ],
         visibility = visibility,

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test: the whole suite in the default configuration (optimised,
-# debug info), again under ASAN+UBSAN, and the concurrent tests (tag "tsan")
-# under ThreadSanitizer. Installs the Debian packages it lacks first.
+# debug info), again under ASAN+UBSAN, the concurrent tests (tag "tsan")
+# under ThreadSanitizer, and a separate workspace that uses ringrpc as a
+# dependency. Installs the Debian packages it lacks first.
 # Ends with the line "tests: N passed, M failed" (one count per test target
 # per configuration) and exits non-zero if anything failed or did not build.
 set -uo pipefail
@@ -34,6 +35,17 @@ run_config() {
 run_config default //...
 run_config asan --config=asan //...
 run_config tsan --config=tsan --test_tag_filters=tsan //...
+
+# A separate user workspace that depends on ringrpc through
+# local_repository and ringrpc_cc_library (README.md), built and run.
+echo "== external workspace: tests/external_workspace/run.sh"
+if tests/external_workspace/run.sh > "$logdir/external.log" 2>&1; then
+  echo "== external workspace: 1 passed, 0 failed"
+  total_pass=$((total_pass + 1))
+else
+  echo "== external workspace: 0 passed, 1 failed (log $logdir/external.log)"
+  total_fail=$((total_fail + 1))
+fi
 
 [ "$total_fail" -ne 0 ] && status=1
 echo "tests: $total_pass passed, $total_fail failed"
