@@ -48,8 +48,10 @@ Result Measure(int calls, F run) {
 
 int main(int argc, char** argv) {
   int calls = 20000;
+  std::string only;  // "blocking", "coroutine" or "grpc": run just that one
   for (int i = 1; i < argc; ++i) {
     if (std::strncmp(argv[i], "--calls=", 8) == 0) calls = std::atoi(argv[i] + 8);
+    if (std::strncmp(argv[i], "--only=", 7) == 0) only = argv[i] + 7;
   }
   auto server = ringrpc::testing::ServerProcess::Start();
   if (!server.ok()) {
@@ -94,6 +96,16 @@ int main(int argc, char** argv) {
     }
   };
 
+  if (!only.empty()) {  // for strace/perf: one client, no table
+    if (only == "grpc") {
+      grpc_sync(calls);
+    } else if (only == "coroutine") {
+      rr_coroutine(calls);
+    } else {
+      rr_blocking(calls);
+    }
+    return 0;
+  }
   // Warm up all three, then alternate rounds so drift hits all alike.
   rr_blocking(1000);
   rr_coroutine(1000);
