@@ -1,12 +1,52 @@
 #include "client/runtime/cq_threads.h"
 
 #include <future>
+#include <mutex>
 
 #include "pool/runtime.h"
 
 namespace ringrpc::runtime {
+namespace {
+
+// CQ threads that had to let go of their own set (see Shutdown) finish on
+// their own; they are joined here, by the next Start() or at exit, so their
+// end happens-before anything that follows (and no thread is left behind).
+class Orphans {
+ public:
+  void Add(std::thread t) {
+    std::lock_guard<std::mutex> lock(mu_);
+    threads_.push_back(std::move(t));
+  }
+  void JoinAll() {
+    std::vector<std::thread> threads;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      threads.swap(threads_);
+    }
+    for (std::thread& t : threads) {
+      if (t.get_id() == std::this_thread::get_id()) {
+        Add(std::move(t));  // cannot join itself: the next caller will
+      } else {
+        t.join();
+      }
+    }
+  }
+  ~Orphans() { JoinAll(); }
+
+ private:
+  std::mutex mu_;
+  std::vector<std::thread> threads_;
+};
+
+Orphans& TheOrphans() {
+  static Orphans orphans;
+  return orphans;
+}
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<CqThreads>> CqThreads::Start(Options options) {
+  TheOrphans().JoinAll();
   std::optional<Backend> backend = options.backend;
   if (!backend) {
     absl::StatusOr<std::optional<Backend>> env = BackendFromEnv();
@@ -65,8 +105,9 @@ void CqThreads::Shutdown() {
     if (t->thread.get_id() == std::this_thread::get_id()) {
       // The last owner let go on one of these very threads (a call's end
       // released it): it cannot join itself. Its loop is stopped and owned
-      // by the thread, which finishes the current task and ends on its own.
-      t->thread.detach();
+      // by the thread, which finishes the current task and ends; the next
+      // Start() (or process exit) joins it.
+      TheOrphans().Add(std::move(t->thread));
     } else {
       t->thread.join();
     }

@@ -45,7 +45,8 @@ class CqThreads {
 
   // Stops every loop: tasks destroyed (operations cancelled), pool shards
   // destroyed (connections closed), loops closed, threads joined (a thread
-  // calling this on itself is detached and ends on its own). Idempotent.
+  // calling this on itself ends on its own and is joined by the next Start
+  // or at exit). Idempotent.
   void Shutdown();
 
  private:

@@ -10,11 +10,6 @@
 #include "absl/strings/str_cat.h"
 #include "client/runtime/internal/backends.h"
 
-#if defined(__SANITIZE_THREAD__)
-extern "C" void AnnotateNewMemory(const char* file, int line, const volatile void* mem,
-                                  size_t size);
-#endif
-
 namespace ringrpc::runtime::internal {
 namespace {
 
@@ -45,7 +40,6 @@ class UringLoop final : public EventLoop {
           absl::StrCat("io_uring_queue_init: ", std::strerror(-rc)));
     }
     ring_ok_ = true;
-    TellTsanTheRingIsNew();
     io_uring_register_ring_fd(&ring_);  // best effort
     efd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (efd_ < 0) {
@@ -67,18 +61,6 @@ class UringLoop final : public EventLoop {
 
   int ring_fd() const { return ring_.ring_fd; }
 
-  // liburing maps the rings with raw syscalls TSAN does not see, so when a
-  // destroyed loop's mapping is reused by a new loop on another thread,
-  // TSAN reports the old thread's writes as racing with the new one's. The
-  // memory is new: say so. (No effect outside TSAN builds.)
-  void TellTsanTheRingIsNew() {
-#if defined(__SANITIZE_THREAD__)
-    AnnotateNewMemory(__FILE__, __LINE__, ring_.sq.ring_ptr, ring_.sq.ring_sz);
-    AnnotateNewMemory(__FILE__, __LINE__, ring_.cq.ring_ptr, ring_.cq.ring_sz);
-    AnnotateNewMemory(__FILE__, __LINE__, ring_.sq.sqes,
-                      sizeof(io_uring_sqe) * *ring_.sq.kring_entries);
-#endif
-  }
 
  private:
   io_uring_sqe* GetSqe() {
