@@ -12,6 +12,7 @@
 #include <future>
 #include <string>
 
+#include "examples/common/embedded_server.h"
 #include "examples/helloworld/helloworld.grpc.pb.h"
 #include "examples/helloworld/helloworld.ringrpc.pb.h"
 
@@ -69,25 +70,10 @@ ringrpc::pool::Task<void> CoroutineCalls(helloworld::ringrpc::Greeter::Stub* stu
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string target;
-  for (int i = 1; i < argc; ++i) {
-    if (std::strncmp(argv[i], "--target=", 9) == 0) target = argv[i] + 9;
-  }
   GreeterService service;
-  std::unique_ptr<grpc::Server> server;
-  if (target.empty()) {
-    int port = 0;
-    grpc::ServerBuilder builder;
-    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
-    builder.RegisterService(&service);
-    server = builder.BuildAndStart();
-    if (!server) {
-      std::fprintf(stderr, "helloworld: could not start the embedded server\n");
-      return 1;
-    }
-    target = "127.0.0.1:" + std::to_string(port);
-    std::printf("embedded grpc++ Greeter server on %s\n", target.c_str());
-  }
+  std::string target;
+  std::unique_ptr<grpc::Server> server = examples::ServerFromArgs(argc, argv, &service, &target);
+  if (target.empty()) return 1;
 
   auto channel = ::ringrpc::CreateChannel(target, ::ringrpc::InsecureChannelCredentials());
   auto stub = helloworld::ringrpc::Greeter::NewStub(channel);

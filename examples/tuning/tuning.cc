@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "examples/common/embedded_server.h"
 #include "examples/helloworld/helloworld.grpc.pb.h"
 #include "examples/helloworld/helloworld.ringrpc.pb.h"
 
@@ -56,20 +57,10 @@ int Burst(helloworld::ringrpc::Greeter::Stub& stub, int n) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string target;
-  for (int i = 1; i < argc; ++i) {
-    if (std::strncmp(argv[i], "--target=", 9) == 0) target = argv[i] + 9;
-  }
   GreeterService service;
-  std::unique_ptr<grpc::Server> server;
-  if (target.empty()) {
-    int port = 0;
-    grpc::ServerBuilder builder;
-    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
-    builder.RegisterService(&service);
-    server = builder.BuildAndStart();
-    target = "127.0.0.1:" + std::to_string(port);
-  }
+  std::string target;
+  std::unique_ptr<grpc::Server> server = examples::ServerFromArgs(argc, argv, &service, &target);
+  if (target.empty()) return 1;
 
   std::vector<Row> rows(5);
   rows[0].what = "defaults (2 connections/thread, 100 streams each)";
