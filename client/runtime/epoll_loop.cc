@@ -2,6 +2,7 @@
 // readiness-based. An operation is tried at once; if it would block, its fd
 // is watched and the operation retried when ready. No operation ever leaves
 // a buffer with the kernel, so a cancelled one is freed at once.
+#include <poll.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -10,6 +11,8 @@
 #include <cerrno>
 #include <cstring>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "client/runtime/internal/backends.h"
@@ -59,6 +62,12 @@ class EpollLoop final : public EventLoop {
         n = ::send(op->fd, op->buf.data() + op->offset,
                    op->buf.size() - op->offset, MSG_DONTWAIT | MSG_NOSIGNAL);
         break;
+      case IoOp::Kind::kPoll: {
+        pollfd p{op->fd, POLLIN, 0};
+        if (::poll(&p, 1, 0) <= 0 || p.revents == 0) return false;
+        op->res = p.revents;
+        return true;
+      }
       case IoOp::Kind::kConnect: {
         if (ready) {  // writable after EINPROGRESS: the outcome is in SO_ERROR
           int err = 0;
@@ -80,20 +89,34 @@ class EpollLoop final : public EventLoop {
   bool StartOp(IoOp* op) override {
     if (TryIo(op, false)) return false;
     Watch& w = watches_[op->fd];
-    (op->kind == IoOp::Kind::kRecv ? w.reader : w.writer) = op;
+    (IsReader(op) ? w.reader : w.writer) = op;
     Update(op->fd, w);
     return true;
   }
 
-  void CancelOp(IoOp* op) override {
+  static bool IsReader(const IoOp* op) {
+    return op->kind == IoOp::Kind::kRecv || op->kind == IoOp::Kind::kPoll;
+  }
+
+  void Unwatch(IoOp* op) {
     auto it = watches_.find(op->fd);
-    if (it != watches_.end()) {
-      if (it->second.reader == op) it->second.reader = nullptr;
-      if (it->second.writer == op) it->second.writer = nullptr;
-      Update(op->fd, it->second);
-    }
+    if (it == watches_.end()) return;
+    if (it->second.reader == op) it->second.reader = nullptr;
+    if (it->second.writer == op) it->second.writer = nullptr;
+    Update(op->fd, it->second);
+  }
+
+  void CancelOp(IoOp* op) override {
+    Unwatch(op);
+    std::erase(interrupted_, op);
     OpEnded();
     delete op;
+  }
+
+  // Completed with -ECANCELED at the start of the next Wait, never inline.
+  void InterruptOp(IoOp* op) override {
+    Unwatch(op);
+    interrupted_.push_back(op);
   }
 
   void ForgetFd(int fd) override {
@@ -125,6 +148,10 @@ class EpollLoop final : public EventLoop {
       // Round up, so a timer is never found not yet due after the wait.
       ms = static_cast<int>(
           std::chrono::ceil<std::chrono::milliseconds>(timeout).count());
+    }
+    if (!interrupted_.empty()) {
+      for (IoOp* op : std::exchange(interrupted_, {})) Complete(op, -ECANCELED);
+      ms = 0;
     }
     epoll_event events[64];
     ++stats_.enters;
@@ -158,6 +185,7 @@ class EpollLoop final : public EventLoop {
   int epfd_ = -1;
   int efd_ = -1;
   std::unordered_map<int, Watch> watches_;
+  std::vector<IoOp*> interrupted_;
 };
 
 }  // namespace

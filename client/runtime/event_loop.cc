@@ -210,6 +210,19 @@ IoAwaitable EventLoop::Connect(int fd, const sockaddr* addr, socklen_t len) {
   return StartIo(std::move(op));
 }
 
+IoAwaitable EventLoop::PollIn(int fd) {
+  auto op = std::make_unique<IoOp>();
+  op->kind = IoOp::Kind::kPoll;
+  op->fd = fd;
+  return StartIo(std::move(op));
+}
+
+void EventLoop::Interrupt(IoOp* op) {
+  if (op == nullptr || op->done || !op->waiter || op->interrupted) return;
+  op->interrupted = true;
+  InterruptOp(op);
+}
+
 void EventLoop::Close(int fd) {
   ForgetFd(fd);
   ::close(fd);

@@ -56,7 +56,7 @@ absl::StatusOr<std::optional<Backend>> BackendFromEnv();
 // until the awaitable dies with the operation still in the kernel, then by
 // the loop, which frees it when its completion arrives.
 struct IoOp {
-  enum class Kind : uint8_t { kRecv, kSend, kConnect };
+  enum class Kind : uint8_t { kRecv, kSend, kConnect, kPoll };
   Kind kind = Kind::kRecv;
   int fd = -1;
   std::vector<uint8_t> buf;  // recv: filled up to buf.size(); send: sent from offset
@@ -64,8 +64,9 @@ struct IoOp {
   sockaddr_storage addr{};
   socklen_t addrlen = 0;
   std::coroutine_handle<> waiter;
-  int res = 0;  // >= 0: bytes (or 0 for connect); < 0: -errno
+  int res = 0;  // >= 0: bytes (0 for connect; revents for poll); < 0: -errno
   bool done = false;
+  bool interrupted = false;  // Interrupt() asked it to end early
   bool orphaned = false;
 };
 
@@ -91,6 +92,9 @@ class IoAwaitable {
   bool await_ready() noexcept { return false; }
   bool await_suspend(std::coroutine_handle<> h);
   IoResult await_resume();
+
+  // The operation, for EventLoop::Interrupt() while it is awaited.
+  IoOp* op() const { return op_; }
 
  private:
   EventLoop* loop_;
@@ -151,8 +155,19 @@ class EventLoop : public pool::Runtime {
   IoAwaitable Recv(int fd, std::vector<uint8_t> buf);
   IoAwaitable Send(int fd, std::vector<uint8_t> buf, size_t offset = 0);
   IoAwaitable Connect(int fd, const sockaddr* addr, socklen_t len);
+  // Waits until `fd` is readable (or hung up, or in error) without reading:
+  // res is the poll revents. Cancelling it loses no bytes.
+  IoAwaitable PollIn(int fd);
+  // Ends an operation that a coroutine is awaiting early: the waiter
+  // resumes on a later loop pass with -ECANCELED, or with the operation's
+  // real result if it completed first (a receive that got bytes keeps
+  // them). Unlike destroying the waiter, nothing is lost. Loop thread only.
+  void Interrupt(IoOp* op);
   // Closes `fd`; its pending operations must have ended or been cancelled.
   void Close(int fd);
+  // Stops watching `fd` without closing it (the socket moves to another
+  // loop); its operations here must have ended or been cancelled.
+  void Release(int fd) { ForgetFd(fd); }
 
   // Destroys every spawned task (cancelling its operations) and drops
   // posted work. Loop thread only; also the first thing a backend's
@@ -177,6 +192,9 @@ class EventLoop : public pool::Runtime {
   // when it completes (io_uring) or at once (epoll: StartOp never leaves
   // the kernel holding a buffer).
   virtual void CancelOp(IoOp* op) = 0;
+  // `op` is awaited and should end early (see Interrupt()): complete it on
+  // a later pass with -ECANCELED unless it completes first.
+  virtual void InterruptOp(IoOp* op) = 0;
   // Submits what is queued and waits up to `timeout` (negative: no limit)
   // for completions, dispatching each.
   virtual void Wait(Duration timeout) = 0;

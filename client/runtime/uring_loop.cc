@@ -1,6 +1,7 @@
 // The io_uring backend: every operation is an SQE whose user_data is its
 // IoOp; one io_uring_enter per loop turn submits them all and waits.
 #include <liburing.h>
+#include <poll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -88,16 +89,22 @@ class UringLoop final : public EventLoop {
                               reinterpret_cast<sockaddr*>(&op->addr),
                               op->addrlen);
         break;
+      case IoOp::Kind::kPoll:
+        io_uring_prep_poll_add(sqe, op->fd, POLLIN);
+        break;
     }
     io_uring_sqe_set_data(sqe, op);
     return true;
   }
 
+  // An async cancel: the operation's own completion still arrives, with
+  // -ECANCELED or, if it won the race, its real result.
   void CancelOp(IoOp* op) override {
     io_uring_sqe* sqe = GetSqe();
     io_uring_prep_cancel(sqe, op, 0);
     io_uring_sqe_set_data64(sqe, kCancelSent);
   }
+  void InterruptOp(IoOp* op) override { CancelOp(op); }
 
   void WakeFromOtherThread() override {
     uint64_t one = 1;
