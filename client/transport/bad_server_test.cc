@@ -261,5 +261,23 @@ TEST_F(BadServerTest, ServerClosingMidResponseIsUnavailable) {
   EXPECT_EQ(t.result().status.code(), absl::StatusCode::kUnavailable);
 }
 
+TEST_F(BadServerTest, GoawayWhileParkedMeansTheConnectionIsDestroyedNotUsed) {
+  RawServer server(ServerSettings(), Frame(kGoaway, 0, 0, std::string(8, '\0')), 300);
+  auto conn = Adopt(server);
+  bool quiet = false;
+  for (int i = 0; i < 200 && !(quiet = conn->TryQuiesce()); ++i) {
+    loop_->RunOnce(milliseconds(5));
+  }
+  ASSERT_TRUE(quiet);
+  absl::StatusOr<DetachedConnection> d = Http2Connection::Detach(std::move(conn));
+  ASSERT_TRUE(d.ok()) << d.status();
+  std::this_thread::sleep_for(milliseconds(600));  // the GOAWAY arrives meanwhile
+  absl::StatusOr<std::shared_ptr<Http2Connection>> back =
+      Http2Connection::Attach(*loop_, std::move(*d));
+  ASSERT_FALSE(back.ok());
+  EXPECT_EQ(back.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(back.status().message(), HasSubstr("GOAWAY while parked"));
+}
+
 }  // namespace
 }  // namespace ringrpc::transport

@@ -69,10 +69,10 @@ absl::Status ValidateMetadata(const Metadata& md) {
 class Call::DeadlineTimer final : public pool::TimerCallback {
  public:
   DeadlineTimer(Call* call, TimePoint deadline) : call_(call) {
-    id_ = call_->conn_->loop_.ScheduleTimer(deadline, this);
+    id_ = call_->conn_->loop_->ScheduleTimer(deadline, this);
   }
   ~DeadlineTimer() {
-    if (id_ != 0) call_->conn_->loop_.CancelTimer(id_);
+    if (id_ != 0) call_->conn_->loop_->CancelTimer(id_);
   }
   void OnTimer() override {
     id_ = 0;
@@ -89,8 +89,8 @@ class Call::DeadlineTimer final : public pool::TimerCallback {
 Call::Call(std::shared_ptr<Http2Connection> conn, uint32_t max_receive)
     : conn_(std::move(conn)),
       decoder_(max_receive),
-      read_event_(conn_->loop_),
-      write_event_(conn_->loop_) {}
+      read_event_(*conn_->loop_),
+      write_event_(*conn_->loop_) {}
 
 Call::~Call() {
   if (!status_) End(absl::CancelledError("call destroyed before it ended"));
@@ -282,7 +282,7 @@ struct Http2Connection::Callbacks {
       case NGHTTP2_SETTINGS:
         if (!(frame->hd.flags & NGHTTP2_FLAG_ACK)) {
           conn->settings_received_ = true;
-          conn->settings_event_.Set();
+          conn->settings_event_->Set();
         }
         break;
       case NGHTTP2_GOAWAY: {
@@ -431,19 +431,20 @@ class Http2Connection::KeepaliveTimer final : public pool::TimerCallback {
  public:
   explicit KeepaliveTimer(Http2Connection* conn) : conn_(conn) { SchedulePing(); }
   ~KeepaliveTimer() {
-    if (id_ != 0) conn_->loop_.CancelTimer(id_);
+    if (id_ != 0) conn_->loop_->CancelTimer(id_);
   }
+  bool watching() const { return watching_; }
   // Any frame from the peer proves it alive.
   void OnFrame() {
     if (!watching_) return;
-    conn_->loop_.CancelTimer(id_);
+    conn_->loop_->CancelTimer(id_);
     SchedulePing();
   }
 
  private:
   void SchedulePing() {
     watching_ = false;
-    id_ = conn_->loop_.ScheduleTimer(conn_->loop_.Now() + *conn_->options_.keepalive_time,
+    id_ = conn_->loop_->ScheduleTimer(conn_->loop_->Now() + *conn_->options_.keepalive_time,
                                      this);
   }
   void OnTimer() override {
@@ -463,7 +464,7 @@ class Http2Connection::KeepaliveTimer final : public pool::TimerCallback {
       ++conn_->pings_without_data_;
       conn_->Flush();
       watching_ = true;
-      id_ = conn_->loop_.ScheduleTimer(conn_->loop_.Now() + o.keepalive_timeout, this);
+      id_ = conn_->loop_->ScheduleTimer(conn_->loop_->Now() + o.keepalive_timeout, this);
       return;
     }
     SchedulePing();
@@ -478,19 +479,24 @@ class Http2Connection::KeepaliveTimer final : public pool::TimerCallback {
 
 Http2Connection::Http2Connection(EventLoop& loop, Address address,
                                  ConnectionOptions options, int fd)
-    : loop_(loop),
+    : loop_(&loop),
       address_(address),
       options_(std::move(options)),
-      fd_(fd),
-      flush_event_(loop),
-      settings_event_(loop) {}
+      fd_(fd) {
+  flush_event_.emplace(loop);
+  settings_event_.emplace(loop);
+}
 
 Http2Connection::~Http2Connection() {
   keepalive_.reset();
   reader_.Reset();  // cancels the receive in flight
   writer_.Reset();
   if (session_ != nullptr) nghttp2_session_del(session_);
-  loop_.Close(fd_);
+  if (loop_ != nullptr) {
+    loop_->Close(fd_);
+  } else {
+    ::close(fd_);  // detached (parked): no loop watches it
+  }
 }
 
 absl::Status Http2Connection::InitSession() {
@@ -556,7 +562,7 @@ Task<absl::StatusOr<std::shared_ptr<Http2Connection>>> Http2Connection::Connect(
   // The server's SETTINGS prove it speaks HTTP/2 (and end the backoff,
   // gRPC's connection-backoff spec).
   auto settings = [](Http2Connection* c) -> Task<int> {
-    while (!c->settings_received_ && c->closed_.ok()) co_await c->settings_event_.Wait();
+    while (!c->settings_received_ && c->closed_.ok()) co_await c->settings_event_->Wait();
     co_return 0;
   };
   Duration left = conn->options_.connect_timeout - (loop.Now() - start);
@@ -581,11 +587,7 @@ absl::StatusOr<std::shared_ptr<Http2Connection>> Http2Connection::Adopt(
   std::shared_ptr<Http2Connection> conn(
       new Http2Connection(loop, address, std::move(options), fd));
   if (absl::Status s = conn->InitSession(); !s.ok()) return s;
-  conn->reader_ = conn->ReadLoop();
-  conn->writer_ = conn->WriteLoop();
-  conn->reader_.handle().resume();
-  conn->writer_.handle().resume();
-  conn->Flush();
+  conn->Start();
   return conn;
 }
 
@@ -595,58 +597,156 @@ void Http2Connection::Distrust(const absl::Status& why) {
   distrust_reason_ = why;
 }
 
+absl::Status Http2Connection::Ingest(const uint8_t* data, size_t n) {
+  if (preface_.size() < 9) {
+    // nghttp2 skips frames of unknown type whatever their length, so a
+    // non-HTTP/2 peer ("HTTP/1.1 400 ...") would look like one endless
+    // frame. The server's preface must start with a SETTINGS frame.
+    preface_.append(reinterpret_cast<const char*>(data), std::min<size_t>(9 - preface_.size(), n));
+    if (preface_.size() == 9 && (preface_[3] != 4 || (preface_[4] & 1) != 0 ||
+                                 (preface_[5] | preface_[6] | preface_[7] | preface_[8]) != 0)) {
+      std::string shown;
+      for (char c : preface_) shown.push_back(c >= 0x20 && c < 0x7f ? c : '.');
+      return absl::UnavailableError(absl::StrCat(
+          "HTTP/2 protocol error from ", address_.ToString(),
+          ": the server did not start with SETTINGS (it sent \"", shown,
+          "...\"; not an HTTP/2 server?)"));
+    }
+  }
+  ssize_t rv = nghttp2_session_mem_recv(session_, data, n);
+  if (rv < 0) {
+    return absl::UnavailableError(absl::StrCat("HTTP/2 protocol error from ",
+                                               address_.ToString(), ": ",
+                                               nghttp2_strerror(static_cast<int>(rv))));
+  }
+  if (!nghttp2_session_want_read(session_)) {
+    // nghttp2 found a connection error and ended the session (its GOAWAY
+    // is queued): the server broke HTTP/2.
+    return absl::UnavailableError(absl::StrCat(
+        "HTTP/2 protocol error from ", address_.ToString(), ": ",
+        last_protocol_error_.empty() ? "session terminated" : last_protocol_error_));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Http2Connection::RecvError(int res) const {
+  return absl::UnavailableError(
+      res == 0 ? absl::StrCat("connection to ", address_.ToString(), " closed by the server")
+               : absl::StrCat("recv from ", address_.ToString(), ": ", std::strerror(-res)));
+}
+
 Task<void> Http2Connection::ReadLoop() {
   std::vector<uint8_t> buf(64 << 10);
   for (;;) {
-    runtime::IoResult r = co_await loop_.Recv(fd_, std::move(buf));
-    if (r.res <= 0) {
-      Close(absl::UnavailableError(
-          r.res == 0 ? absl::StrCat("connection to ", address_.ToString(), " closed by the server")
-                     : absl::StrCat("recv from ", address_.ToString(), ": ",
-                                    std::strerror(-r.res))));
-      co_return;
-    }
-    if (preface_.size() < 9) {
-      // nghttp2 skips frames of unknown type whatever their length, so a
-      // non-HTTP/2 peer ("HTTP/1.1 400 ...") would look like one endless
-      // frame. The server's preface must start with a SETTINGS frame.
-      preface_.append(reinterpret_cast<const char*>(r.buf.data()),
-                      std::min<size_t>(9 - preface_.size(), r.res));
-      if (preface_.size() == 9 && (preface_[3] != 4 || (preface_[4] & 1) != 0 ||
-                                   (preface_[5] | preface_[6] | preface_[7] | preface_[8]) != 0)) {
-        std::string shown;
-        for (char c : preface_) shown.push_back(c >= 0x20 && c < 0x7f ? c : '.');
-        Close(absl::UnavailableError(absl::StrCat(
-            "HTTP/2 protocol error from ", address_.ToString(),
-            ": the server did not start with SETTINGS (it sent \"", shown,
-            "...\"; not an HTTP/2 server?)")));
+    if (std::exchange(quiesce_, false) && calls_.empty()) {
+      // Going quiet for the reservoir: wait for readability without taking
+      // bytes, so the connection can be detached at any point of the wait.
+      runtime::IoAwaitable poll = loop_->PollIn(fd_);
+      polling_ = true;
+      runtime::IoResult p = co_await poll;
+      polling_ = false;
+      if (p.res < 0 && p.res != -ECANCELED) {
+        Close(RecvError(p.res));
         co_return;
       }
     }
-    ssize_t rv = nghttp2_session_mem_recv(session_, r.buf.data(), r.res);
+    runtime::IoAwaitable recv = loop_->Recv(fd_, std::move(buf));
+    recv_op_ = recv.op();
+    runtime::IoResult r = co_await recv;
+    recv_op_ = nullptr;
     buf = std::move(r.buf);
-    if (rv < 0) {
-      Close(absl::UnavailableError(absl::StrCat("HTTP/2 protocol error from ",
-                                                address_.ToString(), ": ",
-                                                nghttp2_strerror(static_cast<int>(rv)))));
+    if (r.res == -ECANCELED) continue;  // TryQuiesce() interrupted it
+    if (r.res <= 0) {
+      Close(RecvError(r.res));
       co_return;
     }
-    if (!nghttp2_session_want_read(session_)) {
-      // nghttp2 found a connection error and ended the session (its GOAWAY
-      // is queued): the server broke HTTP/2.
-      Close(absl::UnavailableError(absl::StrCat(
-          "HTTP/2 protocol error from ", address_.ToString(), ": ",
-          last_protocol_error_.empty() ? "session terminated" : last_protocol_error_)));
+    if (absl::Status s = Ingest(buf.data(), r.res); !s.ok()) {
+      Close(std::move(s));
       co_return;
     }
     Flush();  // acks, window updates, resets
   }
 }
 
+bool Http2Connection::Quiescent() const {
+  return polling_ && !writing_ && calls_.empty() && closed_.ok() && !draining_ &&
+         !nghttp2_session_want_write(session_) && !(keepalive_ && keepalive_->watching());
+}
+
+bool Http2Connection::TryQuiesce() {
+  if (Quiescent()) return true;
+  if (calls_.empty() && closed_.ok() && !draining_ && !quiesce_ && recv_op_ != nullptr) {
+    quiesce_ = true;
+    loop_->Interrupt(recv_op_);
+  }
+  return false;
+}
+
+absl::StatusOr<DetachedConnection> Http2Connection::Detach(
+    std::shared_ptr<Http2Connection> conn) {
+  if (!conn->Quiescent()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "connection to ", conn->address_.ToString(),
+        " is not quiescent (calls, a send or a PING in flight, or a receive armed)"));
+  }
+  if (conn.use_count() != 1) {
+    return absl::FailedPreconditionError("connection is still referenced elsewhere");
+  }
+  conn->keepalive_.reset();
+  conn->reader_.Reset();  // abandons the poll: it took no bytes
+  conn->writer_.Reset();
+  conn->flush_event_.reset();
+  conn->settings_event_.reset();
+  conn->loop_->Release(conn->fd_);
+  conn->loop_ = nullptr;
+  conn->polling_ = false;
+  return DetachedConnection(std::move(conn));
+}
+
+absl::StatusOr<std::shared_ptr<Http2Connection>> Http2Connection::Attach(
+    EventLoop& loop, DetachedConnection detached) {
+  std::shared_ptr<Http2Connection> conn = std::move(detached.conn_);
+  if (conn == nullptr) return absl::InvalidArgumentError("attach of an empty connection");
+  conn->loop_ = &loop;
+  conn->flush_event_.emplace(loop);
+  conn->settings_event_.emplace(loop);
+  // First whatever arrived while parked: PINGs, SETTINGS, a GOAWAY, EOF.
+  absl::Status failed;
+  std::vector<uint8_t> buf(64 << 10);
+  while (failed.ok()) {
+    ssize_t n = ::recv(conn->fd_, buf.data(), buf.size(), MSG_DONTWAIT);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+    failed = n <= 0 ? conn->RecvError(n < 0 ? -errno : 0)
+                    : conn->Ingest(buf.data(), static_cast<size_t>(n));
+  }
+  if (conn->draining_) {  // the clearer cause, even if the socket closed after it
+    failed = absl::UnavailableError(absl::StrCat(
+        "connection to ", conn->address_.ToString(), " got GOAWAY while parked"));
+  }
+  if (!failed.ok()) {
+    conn->Close(failed);
+    return failed;
+  }
+  conn->Start();
+  if (conn->options_.keepalive_time) {
+    conn->keepalive_ = std::make_unique<KeepaliveTimer>(conn.get());
+  }
+  return conn;
+}
+
+void Http2Connection::Start() {
+  reader_ = ReadLoop();
+  writer_ = WriteLoop();
+  reader_.handle().resume();
+  writer_.handle().resume();
+  Flush();
+}
+
 Task<void> Http2Connection::WriteLoop() {
   std::vector<uint8_t> out;
   for (;;) {
-    co_await flush_event_.Wait();
+    co_await flush_event_->Wait();
     if (!closed_.ok()) continue;
     out.clear();
     for (;;) {
@@ -662,7 +762,9 @@ Task<void> Http2Connection::WriteLoop() {
     }
     size_t off = 0;
     while (off < out.size() && closed_.ok()) {
-      runtime::IoResult r = co_await loop_.Send(fd_, std::move(out), off);
+      writing_ = true;
+      runtime::IoResult r = co_await loop_->Send(fd_, std::move(out), off);
+      writing_ = false;
       out = std::move(r.buf);
       ++stats_.sends;
       if (r.res < 0) {
@@ -722,7 +824,7 @@ absl::StatusOr<std::unique_ptr<Call>> Http2Connection::StartCall(CallOptions opt
       Header("user-agent", options_.user_agent),
   };
   if (options.deadline) {
-    timeout = EncodeGrpcTimeout(*options.deadline - loop_.Now());
+    timeout = EncodeGrpcTimeout(*options.deadline - loop_->Now());
     nva.push_back(Header("grpc-timeout", timeout));
   }
   std::vector<std::string> encoded;  // keeps base64 values alive for submit
@@ -751,7 +853,7 @@ absl::StatusOr<std::unique_ptr<Call>> Http2Connection::StartCall(CallOptions opt
   calls_.emplace(id, call.get());
   ++stats_.streams_started;
   if (options.deadline) {
-    if (*options.deadline <= loop_.Now()) {
+    if (*options.deadline <= loop_->Now()) {
       call->End(absl::DeadlineExceededError("deadline exceeded before the call started"));
       ResetStream(call.get(), NGHTTP2_CANCEL);
     } else {
@@ -788,7 +890,7 @@ void Http2Connection::Close(absl::Status reason) {
   for (auto& [id, call] : calls_) calls.push_back(call);
   for (Call* call : calls) call->End(closed_);
   ::shutdown(fd_, SHUT_RDWR);
-  settings_event_.Set();
+  settings_event_->Set();
 }
 
 }  // namespace ringrpc::transport

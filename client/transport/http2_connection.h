@@ -73,6 +73,20 @@ struct ConnectionStats {
 
 class Http2Connection;
 
+// A connection taken off its loop (for the pool's reservoir): owns the
+// socket and the HTTP/2 session, runs nothing. Destroying it closes the
+// socket. Any thread may hold it; Http2Connection::Attach puts it on a loop.
+class DetachedConnection {
+ public:
+  DetachedConnection(DetachedConnection&&) noexcept = default;
+  DetachedConnection& operator=(DetachedConnection&&) noexcept = default;
+
+ private:
+  friend class Http2Connection;
+  explicit DetachedConnection(std::shared_ptr<Http2Connection> c) : conn_(std::move(c)) {}
+  std::shared_ptr<Http2Connection> conn_;
+};
+
 // One RPC (one HTTP/2 stream). Ends exactly once with a status. Destroying
 // an unfinished call cancels it (RST_STREAM CANCEL).
 class Call {
@@ -185,6 +199,22 @@ class Http2Connection : public std::enable_shared_from_this<Http2Connection> {
   // Fails every call UNAVAILABLE with `reason` and shuts the socket.
   void Close(absl::Status reason);
 
+  // Moving between CQ threads (the reservoir, decision 0013). An idle
+  // connection is quiescent when it has no calls, no send, no pending frame
+  // and no PING in flight, and its reader waits for readability instead of
+  // holding a receive. TryQuiesce() says whether it is quiescent now; if
+  // not, and it has no calls, it interrupts its receive so that it soon is.
+  bool TryQuiesce();
+  bool Quiescent() const;
+  // Takes a quiescent connection, held by `conn` alone, off its loop.
+  // FAILED_PRECONDITION otherwise (and `conn` is dropped).
+  static absl::StatusOr<DetachedConnection> Detach(std::shared_ptr<Http2Connection> conn);
+  // Puts a detached connection on `loop` (the calling thread's): first
+  // processes what the socket received while parked; UNAVAILABLE (and the
+  // connection closed) if the server closed it or sent GOAWAY meanwhile.
+  static absl::StatusOr<std::shared_ptr<Http2Connection>> Attach(
+      EventLoop& loop, DetachedConnection detached);
+
  private:
   friend class Call;
   struct Callbacks;
@@ -192,16 +222,20 @@ class Http2Connection : public std::enable_shared_from_this<Http2Connection> {
 
   Http2Connection(EventLoop& loop, Address address, ConnectionOptions options, int fd);
   absl::Status InitSession();
+  void Start();  // the reader and the writer
+  // Feeds bytes from the server to nghttp2; not OK: close with it.
+  absl::Status Ingest(const uint8_t* data, size_t n);
+  absl::Status RecvError(int res) const;
   Task<void> ReadLoop();
   Task<void> WriteLoop();
-  void Flush() { flush_event_.Set(); }
+  void Flush() { flush_event_->Set(); }
   void OnFrameReceived();
   void ForgetCall(Call* call);
   void ResetStream(Call* call, uint32_t error_code);
   // Stops new calls after the server broke the gRPC protocol on a stream.
   void Distrust(const absl::Status& why);
 
-  EventLoop& loop_;
+  EventLoop* loop_;  // null while detached
   Address address_;
   ConnectionOptions options_;
   int fd_;
@@ -217,8 +251,14 @@ class Http2Connection : public std::enable_shared_from_this<Http2Connection> {
   bool settings_received_ = false;
   ConnectionStats stats_;
   int pings_without_data_ = 0;
-  LoopEvent flush_event_;
-  LoopEvent settings_event_;
+  std::optional<LoopEvent> flush_event_;  // bound to loop_: rebuilt on attach
+  std::optional<LoopEvent> settings_event_;
+  // Reservoir support: the reader's receive in flight (for Interrupt), a
+  // request to go quiet, the reader waiting on readability, a send in flight.
+  runtime::IoOp* recv_op_ = nullptr;
+  bool quiesce_ = false;
+  bool polling_ = false;
+  bool writing_ = false;
   std::unique_ptr<KeepaliveTimer> keepalive_;
   Task<void> reader_;
   Task<void> writer_;

@@ -452,6 +452,85 @@ INSTANTIATE_TEST_SUITE_P(
                       Param{Backend::kEpoll, false}, Param{Backend::kEpoll, true}),
     [](const auto& info) { return Name(info.param); });
 
+// Quiesces `c` (its reader gives up its receive), running `loop`.
+bool Quiesce(EventLoop& loop, Http2Connection& c) {
+  for (int i = 0; i < 200; ++i) {
+    if (c.TryQuiesce()) return true;
+    loop.RunOnce(milliseconds(5));
+  }
+  return false;
+}
+
+TEST_P(TransportTest, AQuietConnectionStillServesCalls) {
+  ConnPtr c = Connect();
+  ASSERT_TRUE(Quiesce(*loop_, *c));
+  EXPECT_TRUE(c->Quiescent());
+  EchoRequest req;
+  req.set_payload("after quiet");
+  Reply r = Call1(c, kUnary, req);
+  ASSERT_TRUE(r.status.ok()) << r.status;
+  EXPECT_EQ(r.messages.at(0).payload(), "after quiet");
+  EXPECT_FALSE(c->Quiescent()) << "a call brings the receive back";
+  EXPECT_TRUE(Call1(c, kUnary, req).status.ok());
+}
+
+TEST_P(TransportTest, DetachedConnectionWorksOnAnotherLoopWithoutANewHandshake) {
+  ConnPtr c = Connect();
+  EchoRequest req;
+  req.set_payload("before");
+  req.set_want_peer(true);
+  Reply first = Call1(c, kUnary, req);
+  ASSERT_TRUE(first.status.ok()) << first.status;
+  const std::string peer = first.messages.at(0).peer();
+  ASSERT_FALSE(peer.empty());
+  ASSERT_TRUE(Quiesce(*loop_, *c));
+  absl::StatusOr<DetachedConnection> d = Http2Connection::Detach(std::move(c));
+  ASSERT_TRUE(d.ok()) << d.status();
+  for (int i = 0; i < 3; ++i) loop_->RunOnce(milliseconds(5));  // old loop lets go
+  auto other = EventLoop::Create(GetParam().backend);
+  ASSERT_TRUE(other.ok());
+  absl::StatusOr<ConnPtr> moved = Http2Connection::Attach(**other, std::move(*d));
+  ASSERT_TRUE(moved.ok()) << moved.status();
+  req.set_payload("after");
+  Reply second = runtime::testing::RunToCompletion(**other, DoCall(*moved, kUnary, {req}));
+  ASSERT_TRUE(second.status.ok()) << second.status;
+  EXPECT_EQ(second.messages.at(0).payload(), "after");
+  EXPECT_EQ(second.messages.at(0).peer(), peer) << "same TCP connection";
+  moved->reset();
+  other->reset();
+}
+
+TEST_P(TransportTest, OnlyAQuiescentConnectionDetaches) {
+  ConnPtr c = Connect();
+  EchoRequest req;
+  req.set_sleep_ms(300);
+  Task<Reply> t = DoCall(c, kUnary, {req});
+  t.handle().resume();
+  loop_->RunOnce(milliseconds(5));
+  EXPECT_FALSE(c->TryQuiesce()) << "a call is in flight";
+  ConnPtr second_ref = c;
+  absl::StatusOr<DetachedConnection> d = Http2Connection::Detach(std::move(second_ref));
+  EXPECT_EQ(d.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(d.status().message(), HasSubstr("not quiescent"));
+  while (!t.done()) loop_->RunOnce(milliseconds(10));
+  EXPECT_TRUE(t.result().status.ok()) << t.result().status;
+}
+
+TEST_P(TransportTest, AttachFailsWhenTheServerLeftWhileParked) {
+  ConnPtr c = Connect();
+  ASSERT_TRUE(Quiesce(*loop_, *c));
+  absl::StatusOr<DetachedConnection> d = Http2Connection::Detach(std::move(c));
+  ASSERT_TRUE(d.ok()) << d.status();
+  server_->Signal(SIGTERM);  // graceful: GOAWAY, then close
+  server_.reset();           // waits for the process to exit
+  absl::StatusOr<ConnPtr> moved = Http2Connection::Attach(*loop_, std::move(*d));
+  ASSERT_FALSE(moved.ok());
+  EXPECT_EQ(moved.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(moved.status().message(),
+              ::testing::AnyOf(HasSubstr("GOAWAY while parked"), HasSubstr("closed by the server"),
+                               HasSubstr("Connection reset")));
+}
+
 TEST(TransportConnect, RefusedIsUnavailableWithTheCause) {
   auto loop = *EventLoop::Create();
   auto addr = *Address::Parse("127.0.0.1:1");

@@ -54,6 +54,7 @@ class Service final : public ringrpc::test::TestService::Service {
   Status Unary(ServerContext* ctx, const EchoRequest* req, EchoResponse* resp) override {
     calls.fetch_add(1);
     EchoMetadata(ctx);
+    if (req->want_peer()) resp->set_peer(ctx->peer());
     if (req->sleep_ms() > 0 && !SleepWatching(ctx, req->sleep_ms())) {
       return Status(grpc::StatusCode::CANCELLED, "cancelled");
     }
