@@ -626,6 +626,47 @@ TEST_P(ExchangeTest, ParkedTooLongIsDestroyedNotAttached) {
   CheckAll(pool, t_);
 }
 
+TEST_P(ExchangeTest, ReaperParksIdleConnectionsOnceTheManagerSaysTheyAreReady) {
+  auto ex = NewExchange(4);
+  PoolConfig c;
+  c.max_size = 2;
+  c.reap_interval = seconds(1);
+  FakePool pool = Make(c, ex);
+  m_->not_parkable = 3;  // both returns and the first reaper pass: "not yet"
+  {
+    FakeLease a = Acquire(pool, t_);
+    FakeLease b = Acquire(pool, t_);
+  }
+  EXPECT_EQ(ex->parked(), 0u);
+  EXPECT_EQ(State(pool, t_).idle, 2u);
+  t_.AdvanceBy(seconds(1));  // first pass: one refused, the other parked
+  EXPECT_EQ(ex->parked(), 1u);
+  t_.AdvanceBy(seconds(1));  // second pass: the rest
+  EXPECT_EQ(ex->parked(), 2u);
+  EXPECT_EQ(State(pool, t_), ShardState{});
+  EXPECT_EQ(m_->parkable_asked(), 5u);
+  EXPECT_EQ(pool.Metrics().parks, 2u);
+  CheckAll(pool, t_);
+}
+
+TEST_P(ExchangeTest, ReaperParksDownToMinIdle) {
+  auto ex = NewExchange(4);
+  PoolConfig c;
+  c.max_size = 3;
+  c.min_idle = 1;
+  FakePool pool = Make(c, ex);
+  m_->not_parkable = 3;
+  {
+    FakeLease a = Acquire(pool, t_);
+    FakeLease b = Acquire(pool, t_);
+    FakeLease d = Acquire(pool, t_);
+  }
+  t_.AdvanceBy(seconds(1));
+  EXPECT_EQ(ex->parked(), 2u);
+  EXPECT_EQ(State(pool, t_).idle, 1u) << "min_idle stays home";
+  CheckAll(pool, t_);
+}
+
 TEST_P(ExchangeTest, FailedAttachFallsThroughToADial) {
   auto ex = NewExchange(4);
   FakePool pool = Make(PoolConfig{}, ex);

@@ -64,6 +64,9 @@ namespace ringrpc::pool {
 //     using Detached = ...;        // its destructor closes it
 //     absl::StatusOr<Detached> Detach(Connection&&);   // fails if I/O in flight
 //     Task<absl::StatusOr<Connection>> Attach(Detached&&);
+//     // optional: whether an idle connection can be detached now; may
+//     // start making it so (the reaper asks again next interval)
+//     bool Parkable(Connection&);
 //   };
 template <typename M>
 concept PoolManager = requires(M& m, typename M::Connection&& c) {
@@ -90,6 +93,11 @@ concept CanDetach = requires(M& m, typename M::Connection&& c,
       std::same_as<absl::StatusOr<typename M::Detached>>;
   { m.Attach(std::move(d)) } ->
       std::same_as<Task<absl::StatusOr<typename M::Connection>>>;
+};
+
+template <typename M>
+concept HasParkable = requires(M& m, typename M::Connection& c) {
+  { m.Parkable(c) } -> std::convertible_to<bool>;
 };
 
 // Stand-in Detached type for managers that cannot detach; such a pool has no
@@ -230,7 +238,7 @@ class alignas(64) Shard final : public ShardBase {
   // Starts the reaper if the config needs one and the thread has a runtime.
   // Called once, after the shard is in its thread's map.
   void StartReaper() {
-    if (!config_.NeedsReaper() || runtime() == nullptr) return;
+    if ((!config_.NeedsReaper() && !inner_->exchange) || runtime() == nullptr) return;
     reaper_ = Reap();
     reaper_.handle().resume();  // runs to its first sleep
   }
@@ -431,6 +439,22 @@ class alignas(64) Shard final : public ShardBase {
       if (RetireReason r = Check(s, s->leases == 0); r != RetireReason::kNone) {
         Retire(s, r);
       }
+    }
+    ParkIdle();
+  }
+
+  // Offers the idle connections over min_idle to the exchange, so a shard
+  // that went quiet lends its connections to busy threads. A manager with
+  // Parkable() may refuse one this time (it gets ready for the next pass).
+  void ParkIdle() {
+    if (!inner_->exchange || !waiters_.empty()) return;
+    std::vector<SlotT*> idle;
+    for (auto& s : slots_) {
+      if (s->leases == 0 && s->retired == RetireReason::kNone) idle.push_back(s.get());
+    }
+    for (SlotT* s : idle) {
+      if (idle_ <= config_.min_idle) break;
+      TryPark(s);
     }
   }
 
@@ -795,6 +819,9 @@ class alignas(64) Shard final : public ShardBase {
   bool TryPark(SlotT* s) {
     if constexpr (CanDetach<M>) {
       if (!inner_->exchange || idle_ <= config_.min_idle) return false;
+      if constexpr (HasParkable<M>) {
+        if (!manager_->Parkable(s->conn)) return false;  // not yet
+      }
       if (!inner_->exchange->TryAdmit()) return false;  // full: refused
       std::unique_ptr<SlotT> owned = RemoveSlot(s);
       counters_.live.Sub();

@@ -69,6 +69,7 @@ class FakeManager {
   int fail_recycles = 0;  // the next N recycles fail
   int fail_detaches = 0;  // the next N detaches fail ("I/O in flight")
   int fail_attaches = 0;  // the next N attaches fail
+  int not_parkable = 0;   // the next N Parkable() questions say "not yet"
   uint32_t capacity = 1u << 30;
   // Stamped on each connection when its dial starts (tests set it to the
   // number of invalidations so far).
@@ -111,6 +112,16 @@ class FakeManager {
     }
     return FakeDetached(this, c.id);
   }
+
+  bool Parkable(FakeConn&) {
+    ++parkable_asked_;
+    if (not_parkable > 0) {
+      --not_parkable;
+      return false;
+    }
+    return true;
+  }
+  uint64_t parkable_asked() const { return parkable_asked_; }
 
   Task<absl::StatusOr<FakeConn>> Attach(FakeDetached&& d) {
     // Own the detached connection in this frame: if the frame is destroyed
@@ -157,6 +168,7 @@ class FakeManager {
   uint64_t next_id_ = 0;
   uint64_t connects_started_ = 0;
   uint64_t double_closes_ = 0;
+  uint64_t parkable_asked_ = 0;
   std::set<uint64_t> open_;
   std::map<uint64_t, uint64_t> epoch_of_;
 };
