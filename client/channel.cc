@@ -512,11 +512,23 @@ pool::Task<Status> Channel::Unary(std::string method, ClientContext* ctx, std::s
 void Channel::Spawn(pool::Task<void> task) {
   if (!state_->cq) return;  // configuration error: nothing runs
   std::optional<size_t> here = state_->CurrentIndex();
-  size_t i = here ? *here : state_->IndexForCaller();
-  auto holder = std::make_shared<pool::Task<void>>(std::move(task));
-  runtime::EventLoop* loop = &state_->cq->loop(i);
-  state_->cq->Post(i, [loop, holder] { loop->Spawn(std::move(*holder)); });
+  (void)SpawnOn(here ? *here : state_->IndexForCaller(), std::move(task));
 }
+
+Status Channel::SpawnOn(size_t cq_thread, pool::Task<void> task) {
+  if (!state_->cq) return Status::FromAbsl(state_->config_error);
+  if (cq_thread >= state_->cq->size()) {
+    return Status(StatusCode::INVALID_ARGUMENT,
+                  absl::StrCat("SpawnOn: CQ thread ", cq_thread, " does not exist (the channel has ",
+                               state_->cq->size(), ")"));
+  }
+  auto holder = std::make_shared<pool::Task<void>>(std::move(task));
+  runtime::EventLoop* loop = &state_->cq->loop(cq_thread);
+  state_->cq->Post(cq_thread, [loop, holder] { loop->Spawn(std::move(*holder)); });
+  return Status::OK;
+}
+
+size_t Channel::cq_thread_count() const { return state_->cq ? state_->cq->size() : 0; }
 
 void Channel::UnaryCallAsync(const std::string& method, ClientContext* ctx, std::string request,
                              std::string* response, std::function<void(Status)> done) {

@@ -94,6 +94,12 @@ class Channel {
   // Runs `task` on one of the channel's CQ threads (chosen by the calling
   // thread, so one caller keeps to one thread's warm connections).
   void Spawn(pool::Task<void> task);
+  // Runs `task` on CQ thread `cq_thread` (< cq_thread_count()), for callers
+  // that manage their own affinity. INVALID_ARGUMENT (and `task` dropped
+  // unstarted) for a thread that does not exist.
+  Status SpawnOn(size_t cq_thread, pool::Task<void> task);
+  // The channel's CQ threads (0 when its configuration is bad).
+  size_t cq_thread_count() const;
 
   // ---- state ------------------------------------------------------------------
   ConnectivityState GetState(bool try_to_connect);

@@ -17,6 +17,8 @@
 #include <future>
 #include <map>
 #include <thread>
+#include <mutex>
+#include <set>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_split.h"
@@ -468,6 +470,100 @@ TEST(Channel, InvalidateRetiresConnectionsAndCallsGoOn) {
   EXPECT_GE(ch->Metrics().retired[size_t(pool::RetireReason::kGeneration)], 1u);
   ASSERT_TRUE(Echo(*ch, "after", nullptr).ok());
   EXPECT_GT(ch->Metrics().created, created);  // a fresh connection
+}
+
+// Calls made on one CQ thread: the server's view of each call's connection.
+struct PeerCalls {
+  std::atomic<int> done{0};
+  std::mutex mu;
+  std::set<std::string> peers;
+  std::vector<std::string> errors;
+};
+
+pool::Task<void> PeerCall(Channel* ch, int sleep_ms, PeerCalls* out) {
+  ClientContext ctx;
+  EchoRequest req;
+  req.set_want_peer(true);
+  req.set_sleep_ms(sleep_ms);
+  std::string reply;
+  Status s = co_await ch->Unary(kUnary, &ctx, req.SerializeAsString(), &reply);
+  EchoResponse resp;
+  {
+    std::lock_guard<std::mutex> lock(out->mu);
+    if (s.ok() && resp.ParseFromString(reply)) {
+      out->peers.insert(resp.peer());
+    } else {
+      out->errors.push_back(s.ToString());
+    }
+  }
+  out->done.fetch_add(1);
+}
+
+// `n` concurrent calls on CQ thread `cq`, each holding its connection for
+// `sleep_ms`; waits for all.
+void CallsOnThread(Channel& ch, size_t cq, int n, int sleep_ms, PeerCalls* out) {
+  for (int i = 0; i < n; ++i) ASSERT_TRUE(ch.SpawnOn(cq, PeerCall(&ch, sleep_ms, out)).ok());
+  for (int i = 0; i < 500 && out->done.load() < n; ++i) std::this_thread::sleep_for(milliseconds(10));
+  ASSERT_EQ(out->done.load(), n);
+  EXPECT_THAT(out->errors, ::testing::IsEmpty());
+}
+
+template <typename F>
+bool WaitFor(F condition, milliseconds limit = milliseconds(5000)) {
+  auto end = std::chrono::steady_clock::now() + limit;
+  while (!condition()) {
+    if (std::chrono::steady_clock::now() > end) return false;
+    std::this_thread::sleep_for(milliseconds(5));
+  }
+  return true;
+}
+
+TEST(Channel, ReservoirLendsAQuietThreadsConnectionsToABusyOne) {
+  auto server = StartServer();
+  ChannelArguments args;
+  args.SetInt("ringrpc.cq_threads", 2);
+  args.SetInt("ringrpc.reservoir_capacity", 8);
+  args.SetInt("ringrpc.reap_interval_ms", 20);
+  args.SetInt("ringrpc.max_concurrent_streams", 1);  // a connection per call
+  args.SetInt("ringrpc.connections_per_thread", 4);
+  auto ch = CreateCustomChannel(server->address(), InsecureChannelCredentials(), args);
+  ASSERT_EQ(ch->cq_thread_count(), 2u);
+
+  PeerCalls first;  // thread 0 warms 4 connections
+  CallsOnThread(*ch, 0, 4, 200, &first);
+  ASSERT_EQ(first.peers.size(), 4u);
+  EXPECT_EQ(ch->Metrics().created, 4u);
+  // Thread 0 goes quiet: its idle connections park.
+  ASSERT_TRUE(WaitFor([&] { return ch->Metrics().parked == 4; })) << ch->MetricsText();
+  EXPECT_EQ(ch->Metrics().parks, 4u);
+
+  PeerCalls second;  // thread 1 gets busy
+  CallsOnThread(*ch, 1, 4, 100, &second);
+  EXPECT_EQ(second.peers, first.peers) << "the parked connections, no new handshake";
+  pool::PoolMetrics m = ch->Metrics();
+  EXPECT_EQ(m.created, 4u) << "no dial on thread 1";
+  EXPECT_EQ(m.unparked, 4u);
+  EXPECT_TRUE(m.Conserved()) << ch->MetricsText();
+  EXPECT_EQ(ch->SpawnOn(2, PeerCall(ch.get(), 0, &second)).error_code(),
+            StatusCode::INVALID_ARGUMENT);
+}
+
+TEST(Channel, WithoutAReservoirEachThreadDialsItsOwn) {
+  auto server = StartServer();
+  ChannelArguments args;
+  args.SetInt("ringrpc.cq_threads", 2);
+  args.SetInt("ringrpc.reap_interval_ms", 20);
+  args.SetInt("ringrpc.max_concurrent_streams", 1);
+  args.SetInt("ringrpc.connections_per_thread", 4);
+  auto ch = CreateCustomChannel(server->address(), InsecureChannelCredentials(), args);
+  PeerCalls first, second;
+  CallsOnThread(*ch, 0, 4, 100, &first);
+  std::this_thread::sleep_for(milliseconds(100));
+  CallsOnThread(*ch, 1, 4, 100, &second);
+  EXPECT_EQ(second.peers.size(), 4u);
+  for (const std::string& p : second.peers) EXPECT_EQ(first.peers.count(p), 0u) << p;
+  EXPECT_EQ(ch->Metrics().created, 8u);
+  EXPECT_EQ(ch->Metrics().parks, 0u);
 }
 
 }  // namespace

@@ -63,11 +63,22 @@ class Status {
     return code_ == o.code_ && message_ == o.message_ && details_ == o.details_;
   }
 
+  // As in grpc++: Status::OK and Status::CANCELLED.
+  static const Status& OK;
+  static const Status& CANCELLED;
+
  private:
   StatusCode code_ = StatusCode::OK;
   std::string message_;
   std::string details_;
 };
+
+namespace internal {
+inline const Status kOkStatus;
+inline const Status kCancelledStatus(StatusCode::CANCELLED, "");
+}  // namespace internal
+inline const Status& Status::OK = internal::kOkStatus;
+inline const Status& Status::CANCELLED = internal::kCancelledStatus;
 
 }  // namespace ringrpc
 

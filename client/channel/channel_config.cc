@@ -179,6 +179,9 @@ absl::StatusOr<ChannelConfig> ParseChannelArguments(const ChannelArguments& args
         [&](int v) { c.pool.max_lifetime = ms(v); });
   r.Int("ringrpc.min_idle_per_thread", 0, 1024, [&](int v) { c.pool.min_idle = v; });
   r.Int("ringrpc.reservoir_capacity", 0, 1 << 20, [&](int v) { c.reservoir_capacity = v; });
+  r.Int("ringrpc.reservoir_max_park_ms", 1, INT_MAX,
+        [&](int v) { c.pool.max_park_time = ms(v); });
+  r.Int("ringrpc.reap_interval_ms", 1, 3600000, [&](int v) { c.pool.reap_interval = ms(v); });
   if (absl::Status s = r.status(); !s.ok()) return s;
   if (c.pool.min_idle > c.pool.max_size) {
     return absl::InvalidArgumentError(absl::StrCat(

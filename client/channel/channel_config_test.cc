@@ -65,6 +65,12 @@ TEST(ChannelConfig, WrongTypeOrRangeNamesTheKey) {
       {[](auto& a) { a.SetInt("ringrpc.connections_per_thread", 0); },
        "ringrpc.connections_per_thread must be in [1, 1024], got 0"},
       {[](auto& a) { a.SetString("ringrpc.poller", "kqueue"); }, "ringrpc.poller"},
+      {[](auto& a) { a.SetInt("ringrpc.reap_interval_ms", 0); },
+       "ringrpc.reap_interval_ms must be in [1, 3600000], got 0"},
+      {[](auto& a) { a.SetInt("ringrpc.reservoir_max_park_ms", 0); },
+       "ringrpc.reservoir_max_park_ms must be in [1, "},
+      {[](auto& a) { a.SetInt("ringrpc.reservoir_capacity", -1); },
+       "ringrpc.reservoir_capacity must be in [0, 1048576], got -1"},
       {[](auto& a) {
          a.SetInt("ringrpc.min_idle_per_thread", 3);
          a.SetInt("ringrpc.connections_per_thread", 2);

@@ -1,9 +1,10 @@
 #include "client/channel/subchannel.h"
 
-#include "absl/strings/str_cat.h"
-#include "pool/retire.h"
-
 #include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "pool/reservoir.h"
+#include "pool/retire.h"
 
 namespace ringrpc::channel {
 
@@ -82,6 +83,16 @@ pool::Task<absl::StatusOr<SubchannelManager::Connection>> SubchannelManager::Con
     record->OnConnectFailed(c.status(), loop->Now());
   }
   co_return c;
+}
+
+pool::Task<absl::StatusOr<SubchannelManager::Connection>> SubchannelManager::Attach(
+    Detached&& d) {
+  Detached mine = std::move(d);  // owned by this frame from the start
+  runtime::EventLoop* loop = runtime::EventLoop::Current();
+  if (loop == nullptr) {
+    co_return absl::FailedPreconditionError("subchannel: attach off a completion-queue thread");
+  }
+  co_return transport::Http2Connection::Attach(*loop, std::move(mine));
 }
 
 absl::Status SubchannelManager::Recycle(Connection& c) {
@@ -166,6 +177,9 @@ SharingKey SharingKey::Of(const std::string& address, const ChannelConfig& c, co
   k.max_concurrent_connects = c.pool.max_concurrent_connects;
   k.idle_timeout = c.pool.idle_timeout;
   k.max_lifetime = c.pool.max_lifetime;
+  k.reservoir_capacity = c.reservoir_capacity;
+  k.max_park_time = c.pool.max_park_time;
+  k.reap_interval = c.pool.reap_interval;
   k.cq = cq;
   return k;
 }
@@ -199,7 +213,12 @@ absl::StatusOr<std::shared_ptr<Subchannel>> SubchannelRegistry::Attach(
     manager->options = config.connection;
     pool::PoolConfig pc = config.pool;
     pc.observer = events;
-    absl::StatusOr<SubchannelPool> p = SubchannelPool::Create(pc, manager);
+    std::shared_ptr<pool::Exchange<SubchannelManager::Detached>> reservoir;
+    if (config.reservoir_capacity > 0) {
+      reservoir = std::make_shared<pool::Reservoir<SubchannelManager::Detached>>(
+          config.reservoir_capacity);
+    }
+    absl::StatusOr<SubchannelPool> p = SubchannelPool::Create(pc, manager, reservoir);
     if (!p.ok()) return p.status();
     sc = std::make_shared<Subchannel>(Subchannel{record, *p, events, 0});
     if (!local) shared_.emplace_back(key, sc);

@@ -68,6 +68,7 @@ class AddressRecord {
 // The pool's manager: dials the address on the calling CQ thread's loop.
 struct SubchannelManager {
   using Connection = std::shared_ptr<transport::Http2Connection>;
+  using Detached = transport::DetachedConnection;
 
   std::shared_ptr<AddressRecord> record;
   transport::ConnectionOptions options;
@@ -77,6 +78,14 @@ struct SubchannelManager {
   absl::Status Recycle(Connection& c);
   uint32_t Capacity(const Connection& c) { return c->max_concurrent_streams(); }
   void Disconnect(Connection&& c) { c.reset(); }
+
+  // The reservoir (decision 0013): an idle connection parks once its reader
+  // has given up its receive; it attaches on the calling CQ thread's loop.
+  bool Parkable(Connection& c) { return c->TryQuiesce(); }
+  absl::StatusOr<Detached> Detach(Connection&& c) {
+    return transport::Http2Connection::Detach(std::move(c));
+  }
+  pool::Task<absl::StatusOr<Connection>> Attach(Detached&& d);
 };
 
 using SubchannelPool = pool::Pool<SubchannelManager>;
@@ -119,6 +128,8 @@ struct SharingKey {
   uint32_t max_leases = 0;
   std::optional<size_t> max_concurrent_connects;
   std::optional<Duration> idle_timeout, max_lifetime;
+  size_t reservoir_capacity = 0;
+  Duration max_park_time{}, reap_interval{};
   const void* cq = nullptr;  // the CQ thread set the shards live on
   bool operator==(const SharingKey&) const = default;
 
