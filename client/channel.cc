@@ -84,6 +84,7 @@ struct ChannelState : std::enable_shared_from_this<ChannelState> {
   absl::Status resolver_error = absl::UnavailableError("no addresses resolved yet");
   std::atomic<uint64_t> version{0};
   std::atomic<bool> resolved_once{false};  // the resolver has answered
+  std::atomic<uint64_t> transparent_retries{0};  // unary calls sent again (A6)
   uint64_t seed = 0x5eed;
 
   // Each CQ thread's view of the address list and its round-robin cursor;
@@ -255,7 +256,8 @@ struct ChannelState : std::enable_shared_from_this<ChannelState> {
     co_return co_await p.Acquire();
   }
 
-  pool::Task<std::unique_ptr<ClientCall>> Open(std::string method, ClientContext* ctx,
+  // `method` must outlive the task (callers await it at once).
+  pool::Task<std::unique_ptr<ClientCall>> Open(const std::string& method, ClientContext* ctx,
                                                Status* out);
 };
 
@@ -287,9 +289,12 @@ struct ClientCall::Impl {
 ClientCall::ClientCall(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 ClientCall::~ClientCall() = default;
 
-pool::Task<Status> ClientCall::Write(std::string message) {
-  co_return Status::FromAbsl(co_await impl_->call->Write(std::move(message)));
+pool::Task<Status> ClientCall::Write(std::string_view message) {
+  return [](pool::Task<absl::Status> t) -> pool::Task<Status> {
+    co_return Status::FromAbsl(co_await std::move(t));
+  }(impl_->call->Write(message));
 }
+bool ClientCall::never_sent() const { return impl_->call->never_sent(); }
 void ClientCall::WritesDone() { impl_->call->WritesDone(); }
 pool::Task<std::optional<std::string>> ClientCall::Read() { return impl_->call->Read(); }
 void ClientCall::Cancel() { impl_->call->Cancel(); }
@@ -310,7 +315,7 @@ pool::Task<Status> ClientCall::Finish() {
 
 namespace channel {
 
-pool::Task<std::unique_ptr<ClientCall>> ChannelState::Open(std::string method,
+pool::Task<std::unique_ptr<ClientCall>> ChannelState::Open(const std::string& method,
                                                             ClientContext* ctx, Status* out) {
   if (!config_error.ok()) {
     *out = Status::FromAbsl(config_error);
@@ -486,27 +491,36 @@ Status Channel::configuration_status() const { return Status::FromAbsl(state_->c
 
 pool::Task<std::unique_ptr<ClientCall>> Channel::Open(std::string method, ClientContext* ctx,
                                                       Status* status) {
-  return state_->Open(std::move(method), ctx, status);
+  co_return co_await state_->Open(method, ctx, status);
 }
 
 pool::Task<Status> Channel::Unary(std::string method, ClientContext* ctx, std::string request,
                                   std::string* response) {
-  Status st;
-  std::unique_ptr<ClientCall> call = co_await state_->Open(std::move(method), ctx, &st);
-  if (call == nullptr) co_return st;
-  Status w = co_await call->Write(std::move(request));
-  (void)w;  // a failed write ends the call: Finish reports why
-  call->WritesDone();
-  std::optional<std::string> reply = co_await call->Read();
-  Status s = co_await call->Finish();
-  if (s.ok()) {
-    if (!reply) {
-      co_return Status(StatusCode::INTERNAL,
-                       "the server ended a unary call OK without a response message");
+  // gRFC A6: a call the server never processed (GOAWAY above its stream,
+  // REFUSED_STREAM) is sent again once, transparently, on another
+  // connection, within the same deadline.
+  for (int attempt = 0;; ++attempt) {
+    Status st;
+    std::unique_ptr<ClientCall> call = co_await state_->Open(method, ctx, &st);
+    if (call == nullptr) co_return st;
+    Status w = co_await call->Write(request);
+    (void)w;  // a failed write ends the call: Finish reports why
+    call->WritesDone();
+    std::optional<std::string> reply = co_await call->Read();
+    Status s = co_await call->Finish();
+    if (!s.ok() && call->never_sent() && attempt == 0) {
+      state_->transparent_retries.fetch_add(1, std::memory_order_relaxed);
+      continue;
     }
-    *response = std::move(*reply);
+    if (s.ok()) {
+      if (!reply) {
+        co_return Status(StatusCode::INTERNAL,
+                         "the server ended a unary call OK without a response message");
+      }
+      *response = std::move(*reply);
+    }
+    co_return s;
   }
-  co_return s;
 }
 
 void Channel::Spawn(pool::Task<void> task) {
@@ -672,6 +686,9 @@ std::string Channel::MetricsText() const {
          [](const pool::PoolMetrics& m) { return m.acquires; });
   family("ringrpc_stream_waits_total", "counter", "Calls that waited for a stream.",
          [](const pool::PoolMetrics& m) { return m.waits; });
+  family("ringrpc_connections_attached_total", "counter",
+         "Parked connections another CQ thread took over (the reservoir).",
+         [](const pool::PoolMetrics& m) { return m.unparked; });
   family("ringrpc_connections_live", "gauge", "Connections open now.",
          [](const pool::PoolMetrics& m) { return m.live; });
   family("ringrpc_streams_active", "gauge", "Streams leased now.",
@@ -687,6 +704,12 @@ std::string Channel::MetricsText() const {
                       "\"} ", m.retired[i], "\n");
     }
   }
+  absl::StrAppend(&out,
+                  "# HELP ringrpc_transparent_retries_total Unary calls the server never "
+                  "processed, sent again (gRFC A6).\n"
+                  "# TYPE ringrpc_transparent_retries_total counter\n"
+                  "ringrpc_transparent_retries_total ",
+                  state_->transparent_retries.load(std::memory_order_relaxed), "\n");
   return out;
 }
 

@@ -52,12 +52,16 @@ class ClientCall {
   ClientCall(const ClientCall&) = delete;
   ClientCall& operator=(const ClientCall&) = delete;
 
-  pool::Task<Status> Write(std::string message);
+  // Queues one message (copied now: `message` may go at once).
+  pool::Task<Status> Write(std::string_view message);
   void WritesDone();
   pool::Task<std::optional<std::string>> Read();
   // The status; also fills the context's server metadata and peer.
   pool::Task<Status> Finish();
   void Cancel();
+  // After Finish: the server never processed the call (GOAWAY above its
+  // stream, or REFUSED_STREAM), so sending it again is safe.
+  bool never_sent() const;
   // Runs `task` on the CQ thread this call lives on (any thread may call
   // it): how the blocking stream API drives a call.
   void Run(pool::Task<void> task);

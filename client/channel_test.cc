@@ -24,6 +24,7 @@
 #include "absl/strings/str_split.h"
 #include "client/channel/resolver.h"
 #include "client/channel/subchannel.h"
+#include "client/transport/testing/raw_server.h"
 #include "tests/proto/echo_test.pb.h"
 #include "tests/testing/server_process.h"
 
@@ -444,10 +445,14 @@ TEST(Channel, MetricsTextIsPrometheusExposition) {
   EXPECT_THAT(text, HasSubstr("ringrpc_streams_active" + a + " 0\n"));
   EXPECT_THAT(text, HasSubstr(absl::StrCat("ringrpc_connections_retired_total{address=\"",
                                            server->address(), "\",reason=\"generation\"} ")));
-  // Every sample line is "name{labels} value".
+  EXPECT_THAT(text, HasSubstr("\nringrpc_transparent_retries_total 0\n"));
+  // Every sample line is "name{labels} value" or "name value".
   for (absl::string_view line : absl::StrSplit(text, '\n', absl::SkipEmpty())) {
     if (line[0] == '#') continue;
-    EXPECT_TRUE(absl::StrContains(line, "} ")) << line;
+    std::vector<absl::string_view> parts =
+        absl::StrSplit(line, absl::MaxSplits(line.find('{') == line.npos ? ' ' : '}', 1));
+    ASSERT_EQ(parts.size(), 2u) << line;
+    EXPECT_FALSE(absl::StrContains(parts[0], ' ')) << line;
   }
 }
 
@@ -564,6 +569,44 @@ TEST(Channel, WithoutAReservoirEachThreadDialsItsOwn) {
   for (const std::string& p : second.peers) EXPECT_EQ(first.peers.count(p), 0u) << p;
   EXPECT_EQ(ch->Metrics().created, 8u);
   EXPECT_EQ(ch->Metrics().parks, 0u);
+}
+
+// A server that takes each call's stream and then refuses it unprocessed
+// (GOAWAY, last stream id 0): every call on it is "never sent".
+std::unique_ptr<transport::testing::RawServer> RefusingServer() {
+  using namespace transport::testing;  // NOLINT: frame builders
+  return std::make_unique<RawServer>(ServerSettings(),
+                                     Frame(kGoaway, 0, 0, std::string(8, '\0')), 150);
+}
+
+TEST(Channel, AUnaryCallTheServerNeverProcessedIsSentAgainOnlyOnce) {
+  auto refusing = RefusingServer();
+  auto ch = CreateChannel(refusing->address(), InsecureChannelCredentials());
+  ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  Status s = Echo(*ch, "x", nullptr, &ctx);
+  EXPECT_EQ(s.error_code(), StatusCode::UNAVAILABLE) << s.ToString();
+  EXPECT_EQ(refusing->accepts(), 2u) << "one transparent retry, on a new connection";
+  EXPECT_THAT(ch->MetricsText(), HasSubstr("ringrpc_transparent_retries_total 1\n"));
+}
+
+TEST(Channel, CallsRefusedByOneBackendSucceedOnAnother) {
+  auto refusing = RefusingServer();
+  auto good = StartServer();
+  ChannelArguments args;
+  args.SetLoadBalancingPolicyName("round_robin");
+  auto ch = CreateCustomChannel(
+      absl::StrCat("ipv4:", refusing->address(), ",", good->address()),
+      InsecureChannelCredentials(), args);
+  for (int i = 0; i < 4; ++i) {
+    std::string got;
+    Status s = Echo(*ch, absl::StrCat("call ", i), &got);
+    ASSERT_TRUE(s.ok()) << i << ": " << s.ToString();
+    EXPECT_EQ(got, absl::StrCat("call ", i));
+  }
+  EXPECT_GE(refusing->accepts(), 1u);
+  EXPECT_EQ(ServerCalls(*good), 4);
+  EXPECT_THAT(ch->MetricsText(), ::testing::Not(HasSubstr("ringrpc_transparent_retries_total 0\n")));
 }
 
 }  // namespace

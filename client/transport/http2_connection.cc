@@ -110,19 +110,24 @@ void Call::Wake() {
   write_event_.Set();
 }
 
-Task<absl::Status> Call::Write(std::string message) {
+Task<absl::Status> Call::Write(std::string_view message) {
+  // The bytes are framed into out_ now, before the task starts: the caller
+  // may drop (or keep, for a retry) `message` as soon as this returns.
+  return WaitForRoom(Enqueue(message));
+}
+
+absl::Status Call::Enqueue(std::string_view message) {
   if (status_) {
-    co_return status_->ok() ? absl::FailedPreconditionError("Write after the call ended")
-                            : *status_;
+    return status_->ok() ? absl::FailedPreconditionError("Write after the call ended") : *status_;
   }
-  if (writes_done_) co_return absl::FailedPreconditionError("Write after WritesDone");
+  if (writes_done_) return absl::FailedPreconditionError("Write after WritesDone");
   const auto& max = conn_->options_.max_send_message_size;
   if (max && message.size() > *max) {
     absl::Status s = absl::ResourceExhaustedError(absl::StrCat(
         "sent message larger than max (", message.size(), " vs. ", *max, ")"));
     End(s);
     conn_->ResetStream(this, NGHTTP2_CANCEL);
-    co_return s;
+    return s;
   }
   AppendFramedMessage(out_, message);
   if (data_deferred_) {
@@ -130,6 +135,11 @@ Task<absl::Status> Call::Write(std::string message) {
     nghttp2_session_resume_data(conn_->session_, stream_id_);
   }
   conn_->Flush();
+  return absl::OkStatus();
+}
+
+Task<absl::Status> Call::WaitForRoom(absl::Status queued) {
+  if (!queued.ok()) co_return queued;
   while (!status_ && out_.size() - out_offset_ > kWriteHighWater) {
     co_await write_event_.Wait();
   }

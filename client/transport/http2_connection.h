@@ -24,6 +24,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -95,10 +96,11 @@ class Call {
   Call(const Call&) = delete;
   Call& operator=(const Call&) = delete;
 
-  // Queues one message. Waits while more than 1 MiB is queued unsent. An
-  // ended call returns its status; a message over max_send_message_size
-  // ends the call RESOURCE_EXHAUSTED.
-  Task<absl::Status> Write(std::string message);
+  // Queues one message: its bytes are copied when Write is called, so the
+  // caller may keep or drop `message` at once. The task waits while more
+  // than 1 MiB is queued unsent. An ended call returns its status; a
+  // message over max_send_message_size ends the call RESOURCE_EXHAUSTED.
+  Task<absl::Status> Write(std::string_view message);
   // Half-closes: no more messages from the client.
   void WritesDone();
   // The next message; nullopt once the server has ended the stream (or the
@@ -125,6 +127,8 @@ class Call {
   friend class Http2Connection;
   Call(std::shared_ptr<Http2Connection> conn, uint32_t max_receive);
 
+  absl::Status Enqueue(std::string_view message);
+  Task<absl::Status> WaitForRoom(absl::Status queued);
   // First status wins; wakes everyone waiting.
   void End(absl::Status status);
   void Wake();

@@ -1,6 +1,6 @@
 // client/transport/testing/raw_server.h — a misbehaving HTTP/2 "server" for
-// fault tests: it accepts one connection on 127.0.0.1, drains whatever the
-// client sends, and writes bytes the test scripts, built with the small
+// fault tests: on each connection it accepts on 127.0.0.1 it drains
+// whatever the client sends and writes bytes the test scripts, built with the small
 // frame encoder below (HPACK literals without indexing, so no state).
 // Test-only.
 #ifndef RINGRPC_CLIENT_TRANSPORT_TESTING_RAW_SERVER_H_
@@ -135,15 +135,24 @@ class RawServer {
     ::shutdown(listen_fd_, SHUT_RDWR);
     thread_.join();
     ::close(listen_fd_);
+    for (std::thread& t : connections_) t.join();
   }
   int port() const { return port_; }
   std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
   size_t bytes_received() const { return received_.load(); }
+  // Connections accepted so far; each plays the script.
+  size_t accepts() const { return accepts_.load(); }
 
  private:
   void Serve() {
-    int c = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-    if (c < 0) return;
+    for (;;) {
+      int c = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+      if (c < 0) return;
+      accepts_.fetch_add(1);
+      connections_.emplace_back([this, c] { Play(c); });
+    }
+  }
+  void Play(int c) {
     // Wait for the client's preface (and, usually, its first HEADERS).
     Drain(c, 200);
     WriteAll(c, script_);
@@ -182,7 +191,9 @@ class RawServer {
   int listen_fd_;
   int port_ = 0;
   std::thread thread_;
+  std::vector<std::thread> connections_;  // the accept thread's only
   std::atomic<bool> stop_{false};
+  std::atomic<size_t> accepts_{0};
   std::atomic<size_t> received_{0};
 };
 
