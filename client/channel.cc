@@ -305,6 +305,18 @@ void ClientCall::Run(pool::Task<void> task) {
   loop->Post([loop, holder] { loop->Spawn(std::move(*holder)); });
 }
 
+pool::Task<bool> ClientCall::ReadInitialMetadata() {
+  co_await impl_->call->WaitForInitialMetadata();
+  co_return PublishInitialMetadata();
+}
+
+bool ClientCall::PublishInitialMetadata() {
+  if (!impl_->call->headers_received()) return false;
+  internal::CallAccess::SetResults(*impl_->ctx, impl_->call->initial_metadata(), {},
+                                   impl_->sc->record->name());
+  return true;
+}
+
 pool::Task<Status> ClientCall::Finish() {
   absl::Status s = co_await impl_->call->Finish();
   internal::CallAccess::SetResults(*impl_->ctx, impl_->call->initial_metadata(),

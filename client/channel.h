@@ -56,6 +56,11 @@ class ClientCall {
   pool::Task<Status> Write(std::string_view message);
   void WritesDone();
   pool::Task<std::optional<std::string>> Read();
+  // Waits for the server's initial metadata and puts it in the context:
+  // false if the call ended without any. Not while Finish() is awaited.
+  pool::Task<bool> ReadInitialMetadata();
+  // The same without waiting: false if none has arrived (yet).
+  bool PublishInitialMetadata();
   // The status; also fills the context's server metadata and peer.
   pool::Task<Status> Finish();
   void Cancel();

@@ -55,6 +55,7 @@ def ringrpc_cc_library(
         hdrs = [o for o in outs if o.endswith(".h")],
         deps = deps + [
             Label("//client"),
+            Label("//client:callback_reactor"),
             Label("//client:typed_call"),
             "@system//:protobuf",
         ],

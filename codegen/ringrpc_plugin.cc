@@ -172,12 +172,22 @@ class Generator final : public CodeGenerator {
       if (m->server_streaming() && !m->client_streaming()) {
         v["make"] = "std::make_unique<::ringrpc::ClientReader<" + v["resp"] +
                     ">>(std::move(call), status, request.SerializeAsString())";
+        v["cb_params"] = "::ringrpc::ClientContext* context, const " + v["req"] +
+                         "* request, ::ringrpc::ClientReadReactor<" + v["resp"] + ">* reactor";
+        v["cb_bind"] = "::ringrpc::internal::ReactorKind::kServerStreaming, "
+                       "request->SerializeAsString()";
       } else if (m->client_streaming() && !m->server_streaming()) {
         v["make"] = "std::make_unique<::ringrpc::ClientWriter<" + v["req"] +
                     ">>(std::move(call), status, response)";
+        v["cb_params"] = "::ringrpc::ClientContext* context, " + v["resp"] +
+                         "* response, ::ringrpc::ClientWriteReactor<" + v["req"] + ">* reactor";
+        v["cb_bind"] = "::ringrpc::internal::ReactorKind::kClientStreaming, \"\", response";
       } else {
         v["make"] = "std::make_unique<::ringrpc::ClientReaderWriter<" + v["req"] + ", " +
                     v["resp"] + ">>(std::move(call), status)";
+        v["cb_params"] = "::ringrpc::ClientContext* context, ::ringrpc::ClientBidiReactor<" +
+                         v["req"] + ", " + v["resp"] + ">* reactor";
+        v["cb_bind"] = "::ringrpc::internal::ReactorKind::kBidi";
       }
     }
     return v;
@@ -202,6 +212,7 @@ class Generator final : public CodeGenerator {
         "#include <functional>\n#include <memory>\n#include <optional>\n\n"
         "#include \"$base$.pb.h\"\n"
         "#include \"client/blocking_stream.h\"\n"
+        "#include \"client/callback_reactor.h\"\n"
         "#include \"client/channel.h\"\n"
         "#include \"client/typed_call.h\"\n\n",
         "file", file->name(), "guard", guard, "base", base);
@@ -267,7 +278,12 @@ class Generator final : public CodeGenerator {
       p.Print("explicit async_interface(Stub* stub) : stub_(stub) {}\n");
       for (int m = 0; m < svc->method_count(); ++m) {
         const MethodDescriptor* md = svc->method(m);
-        if (md->client_streaming() || md->server_streaming()) continue;
+        if (md->client_streaming() || md->server_streaming()) {
+          p.Print(Vars(md),
+                  "// Binds `reactor` to a new call; start it with reactor->StartCall().\n"
+                  "void $name$($cb_params$);\n");
+          continue;
+        }
         p.Print(Vars(md),
                 "// `done` runs once, on a CQ thread; request and response must outlive it.\n"
                 "void $name$(::ringrpc::ClientContext* context, const $req$* request, "
@@ -342,6 +358,11 @@ class Generator final : public CodeGenerator {
                   "channel_->Open(\"$path$\", context, status);\n"
                   "  if (call == nullptr) co_return nullptr;\n"
                   "  co_return std::make_unique<::ringrpc::TypedCall<$req$, $resp$>>(std::move(call));\n"
+                  "}\n\n");
+          p.Print(v,
+                  "void $cls$::Stub::async_interface::$name$($cb_params$) {\n"
+                  "  ::ringrpc::internal::BindReactor(reactor, stub_->channel_, \"$path$\", "
+                  "context, $cb_bind$);\n"
                   "}\n\n");
         }
       }

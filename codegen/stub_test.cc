@@ -4,8 +4,14 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <future>
+#include <mutex>
+#include <string>
 #include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
 
 #include "codegen/testdata/tricky.ringrpc.pb.h"
 #include "tests/proto/echo_test.ringrpc.pb.h"
@@ -170,6 +176,245 @@ TEST_F(StubTest, BlockingStreamsAsInGrpcpp) {
     EXPECT_TRUE(s.ok()) << s.ToString();
     EXPECT_EQ(n, 30);
   }
+}
+
+// ---- callback reactors -----------------------------------------------------
+
+// What every reactor test records; OnDone sets `done`.
+struct Journal {
+  std::mutex mu;
+  std::vector<std::string> events;
+  std::promise<Status> done;
+  std::thread::id test_thread = std::this_thread::get_id();
+  bool off_test_thread = true;
+  void Note(std::string e) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (std::this_thread::get_id() == test_thread) off_test_thread = false;
+    events.push_back(std::move(e));
+  }
+  size_t Count(const std::string& prefix) {
+    std::lock_guard<std::mutex> lock(mu);
+    return std::count_if(events.begin(), events.end(),
+                         [&](const std::string& e) { return e.rfind(prefix, 0) == 0; });
+  }
+};
+
+Status WaitDone(Journal& j) {
+  auto f = j.done.get_future();
+  if (f.wait_for(std::chrono::seconds(20)) != std::future_status::ready) {
+    ADD_FAILURE() << "OnDone never ran";
+    return Status(StatusCode::DEADLINE_EXCEEDED, "test timeout");
+  }
+  return f.get();
+}
+
+class Reader final : public ::ringrpc::ClientReadReactor<EchoResponse> {
+ public:
+  Reader(TestService::Stub* stub, const EchoRequest& req, Journal* j) : j_(j) {
+    ctx_.AddMetadata("x-echo-who", "reader");
+    stub->async()->ServerStream(&ctx_, &req, this);
+    StartRead(&resp_);
+    StartCall();
+  }
+  void OnReadInitialMetadataDone(bool ok) override {
+    auto md = ctx_.GetServerInitialMetadata();
+    auto it = md.find("x-echo-who");
+    j_->Note(absl::StrCat("metadata ", ok, " ", it == md.end() ? "-" : it->second));
+  }
+  void OnReadDone(bool ok) override {
+    if (!ok) {
+      j_->Note("read end");
+      return;
+    }
+    j_->Note(absl::StrCat("read ", resp_.count()));
+    StartRead(&resp_);
+  }
+  void OnDone(const Status& s) override {
+    j_->Note("done");
+    j_->done.set_value(s);
+  }
+  ClientContext ctx_;
+
+ private:
+  Journal* j_;
+  EchoResponse resp_;
+};
+
+TEST_F(StubTest, ReadReactorGetsEveryMessageThenOnDoneOnACqThread) {
+  EchoRequest req;
+  req.set_count(100);
+  Journal j;
+  Reader r(stub_.get(), req, &j);
+  Status s = WaitDone(j);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(j.Count("read "), 101u);  // 100 messages and the end
+  ASSERT_GE(j.events.size(), 3u);
+  EXPECT_EQ(j.events.front(), "metadata 1 reader");
+  EXPECT_EQ(j.events[1], "read 0");
+  EXPECT_EQ(j.events[100], "read 99");
+  EXPECT_EQ(j.events[101], "read end");
+  EXPECT_EQ(j.events.back(), "done");
+  EXPECT_TRUE(j.off_test_thread);
+}
+
+TEST_F(StubTest, ReadReactorSeesTheServersErrorStatus) {
+  EchoRequest req;
+  req.set_count(3);
+  req.set_status_code(static_cast<int>(StatusCode::ABORTED));
+  req.set_status_message("stopped at three");
+  Journal j;
+  Reader r(stub_.get(), req, &j);
+  Status s = WaitDone(j);
+  EXPECT_EQ(s.error_code(), StatusCode::ABORTED);
+  EXPECT_EQ(s.error_message(), "stopped at three");
+  EXPECT_EQ(j.Count("read end"), 1u) << "the outstanding read ends before OnDone";
+  EXPECT_EQ(j.events.back(), "done");
+}
+
+class Writer final : public ::ringrpc::ClientWriteReactor<EchoRequest> {
+ public:
+  Writer(TestService::Stub* stub, int n, Journal* j) : j_(j), left_(n) {
+    stub->async()->ClientStream(&ctx_, &resp_, this);
+    AddHold();  // OnDone waits for the test's RemoveHold
+    Next();
+    StartCall();
+  }
+  void OnWriteDone(bool ok) override {
+    j_->Note(absl::StrCat("write ", ok));
+    if (ok) Next();
+  }
+  void OnWritesDoneDone(bool ok) override { j_->Note(absl::StrCat("writes done ", ok)); }
+  void OnDone(const Status& s) override {
+    j_->Note("done");
+    j_->done.set_value(s);
+  }
+  EchoResponse resp_;
+
+ private:
+  void Next() {
+    if (left_ == 0) {
+      StartWritesDone();
+      return;
+    }
+    --left_;
+    req_.set_payload(std::string(10, 'p'));
+    StartWrite(&req_);
+  }
+  Journal* j_;
+  int left_;
+  ClientContext ctx_;
+  EchoRequest req_;
+};
+
+TEST_F(StubTest, WriteReactorStreamsThenGetsTheResponseAndHoldsDelayOnDone) {
+  Journal j;
+  Writer w(stub_.get(), 50, &j);
+  auto f = j.done.get_future();
+  // The call ends on the server, but a hold is still there: no OnDone.
+  for (int i = 0; i < 200 && j.Count("writes done") == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(f.wait_for(std::chrono::milliseconds(0)), std::future_status::timeout);
+  w.RemoveHold();
+  ASSERT_EQ(f.wait_for(std::chrono::seconds(10)), std::future_status::ready);
+  Status s = f.get();
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(w.resp_.count(), 50);
+  EXPECT_EQ(w.resp_.total_bytes(), 500);
+  EXPECT_EQ(j.Count("write 1"), 50u);
+  EXPECT_EQ(j.Count("writes done 1"), 1u);
+}
+
+class PingPong final : public ::ringrpc::ClientBidiReactor<EchoRequest, EchoResponse> {
+ public:
+  PingPong(TestService::Stub* stub, int rounds, Journal* j, bool cancel_midway = false)
+      : j_(j), rounds_(rounds), cancel_midway_(cancel_midway) {
+    stub->async()->Bidi(&ctx_, this);
+    Send();
+    StartRead(&resp_);
+    StartCall();
+  }
+  void OnReadDone(bool ok) override {
+    if (!ok) {
+      j_->Note("read end");
+      return;
+    }
+    j_->Note(absl::StrCat("pong ", resp_.payload()));
+    if (++seen_ == rounds_) {
+      StartWritesDone();
+    } else {
+      if (cancel_midway_ && seen_ == rounds_ / 2) ctx_.TryCancel();
+      Send();
+    }
+    StartRead(&resp_);
+  }
+  void OnDone(const Status& s) override {
+    j_->Note("done");
+    j_->done.set_value(s);
+  }
+
+ private:
+  void Send() {
+    req_.set_payload(absl::StrCat(sent_++));
+    StartWrite(&req_);
+  }
+  Journal* j_;
+  int rounds_, seen_ = 0, sent_ = 0;
+  bool cancel_midway_;
+  ClientContext ctx_;
+  EchoRequest req_;
+  EchoResponse resp_;
+};
+
+TEST_F(StubTest, BidiReactorPingPongsInOrder) {
+  Journal j;
+  PingPong p(stub_.get(), 200, &j);
+  Status s = WaitDone(j);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(j.Count("pong "), 200u);
+  EXPECT_EQ(j.events[0], "pong 0");
+  EXPECT_EQ(j.events[199], "pong 199");
+  EXPECT_EQ(j.Count("read end"), 1u);
+  EXPECT_EQ(j.events.back(), "done");
+}
+
+TEST_F(StubTest, BidiReactorTryCancelEndsItCancelledOnce) {
+  Journal j;
+  PingPong p(stub_.get(), 100, &j, /*cancel_midway=*/true);
+  Status s = WaitDone(j);
+  EXPECT_EQ(s.error_code(), StatusCode::CANCELLED) << s.ToString();
+  EXPECT_LE(j.Count("pong "), 51u);
+  EXPECT_EQ(j.Count("done"), 1u);
+}
+
+TEST(CallbackReactor, StartCallWithoutAStubIsAClearErrorNotAHang) {
+  Journal j;
+  struct Unbound : ::ringrpc::ClientBidiReactor<EchoRequest, EchoResponse> {
+    Journal* j;
+    void OnDone(const Status& s) override { j->done.set_value(s); }
+  } r;
+  r.j = &j;
+  r.StartCall();
+  Status s = WaitDone(j);
+  EXPECT_EQ(s.error_code(), StatusCode::FAILED_PRECONDITION);
+  EXPECT_THAT(s.error_message(), ::testing::HasSubstr("stub->async()"));
+}
+
+TEST(CallbackReactor, AFailedOpenFailsTheQueuedOperationsThenOnDone) {
+  ::ringrpc::ChannelArguments args;
+  args.SetInt("ringrpc.connect_timeout_ms", 500);
+  auto ch = ::ringrpc::CreateCustomChannel("127.0.0.1:1", ::ringrpc::InsecureChannelCredentials(),
+                                           args);
+  auto stub = TestService::NewStub(ch);
+  EchoRequest req;
+  Journal j;
+  Reader r(stub.get(), req, &j);
+  Status s = WaitDone(j);
+  EXPECT_EQ(s.error_code(), StatusCode::UNAVAILABLE) << s.ToString();
+  EXPECT_EQ(j.Count("read end"), 1u);
+  EXPECT_EQ(j.Count("metadata"), 0u);
+  EXPECT_EQ(j.events.back(), "done");
 }
 
 TEST(BlockingStream, FailureToOpenIsReportedByFinish) {

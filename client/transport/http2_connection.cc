@@ -90,6 +90,7 @@ Call::Call(std::shared_ptr<Http2Connection> conn, uint32_t max_receive)
     : conn_(std::move(conn)),
       decoder_(max_receive),
       read_event_(*conn_->loop_),
+      state_event_(*conn_->loop_),
       write_event_(*conn_->loop_) {}
 
 Call::~Call() {
@@ -107,6 +108,7 @@ void Call::End(absl::Status status) {
 
 void Call::Wake() {
   read_event_.Set();
+  state_event_.Set();
   write_event_.Set();
 }
 
@@ -167,11 +169,11 @@ Task<std::optional<std::string>> Call::Read() {
 }
 
 Task<void> Call::WaitForInitialMetadata() {
-  while (!headers_received_ && !status_) co_await read_event_.Wait();
+  while (!headers_received_ && !status_) co_await state_event_.Wait();
 }
 
 Task<absl::Status> Call::Finish() {
-  while (!status_) co_await read_event_.Wait();
+  while (!status_) co_await state_event_.Wait();
   co_return *status_;
 }
 
@@ -322,6 +324,7 @@ struct Http2Connection::Callbacks {
             conn->ResetStream(call, NGHTTP2_CANCEL);
           }
           call->read_event_.Set();
+          call->state_event_.Set();
         }
         break;
       }

@@ -108,12 +108,15 @@ class Call {
   Task<std::optional<std::string>> Read();
   // Waits for the initial metadata (or the end of the call).
   Task<void> WaitForInitialMetadata();
-  // Waits for the end of the call and returns its status.
+  // Waits for the end of the call and returns its status. May be awaited
+  // while another coroutine awaits Read() or Write() (not while one awaits
+  // WaitForInitialMetadata()).
   Task<absl::Status> Finish();
   // Ends the call CANCELLED and resets the stream (idempotent).
   void Cancel();
 
   bool finished() const { return status_.has_value(); }
+  bool headers_received() const { return headers_received_; }
   const Metadata& initial_metadata() const { return initial_metadata_; }
   const Metadata& trailing_metadata() const { return trailing_metadata_; }
   // grpc-status-details-bin, raw, if the server sent it.
@@ -157,9 +160,11 @@ class Call {
   // Deadline.
   class DeadlineTimer;
   std::unique_ptr<DeadlineTimer> deadline_;
-  // Wake-ups: one reader-side and one writer-side waiter.
+  // Wake-ups, one waiter each: Read; Write; WaitForInitialMetadata or
+  // Finish (so a call can be read while another coroutine awaits its end).
   LoopEvent read_event_;
   LoopEvent write_event_;
+  LoopEvent state_event_;
 };
 
 class Http2Connection : public std::enable_shared_from_this<Http2Connection> {
