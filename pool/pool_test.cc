@@ -645,6 +645,7 @@ TEST_P(ExchangeTest, ReaperParksIdleConnectionsOnceTheManagerSaysTheyAreReady) {
   EXPECT_EQ(ex->parked(), 2u);
   EXPECT_EQ(State(pool, t_), ShardState{});
   EXPECT_EQ(m_->parkable_asked(), 5u);
+  EXPECT_EQ(m_->quiesce_asked(), 1u) << "only the reaper nudges, only the refused one";
   EXPECT_EQ(pool.Metrics().parks, 2u);
   CheckAll(pool, t_);
 }

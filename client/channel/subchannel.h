@@ -80,8 +80,10 @@ struct SubchannelManager {
   void Disconnect(Connection&& c) { c.reset(); }
 
   // The reservoir (decision 0013): an idle connection parks once its reader
-  // has given up its receive; it attaches on the calling CQ thread's loop.
-  bool Parkable(Connection& c) { return c->TryQuiesce(); }
+  // has given up its receive (the reaper's Quiesce asks it to); it attaches
+  // on the calling CQ thread's loop.
+  bool Parkable(Connection& c) { return c->Quiescent(); }
+  void Quiesce(Connection& c) { c->TryQuiesce(); }
   absl::StatusOr<Detached> Detach(Connection&& c) {
     return transport::Http2Connection::Detach(std::move(c));
   }

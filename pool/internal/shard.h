@@ -64,9 +64,11 @@ namespace ringrpc::pool {
 //     using Detached = ...;        // its destructor closes it
 //     absl::StatusOr<Detached> Detach(Connection&&);   // fails if I/O in flight
 //     Task<absl::StatusOr<Connection>> Attach(Detached&&);
-//     // optional: whether an idle connection can be detached now; may
-//     // start making it so (the reaper asks again next interval)
+//     // optional: whether an idle connection can be detached now
 //     bool Parkable(Connection&);
+//     // optional: the reaper's nudge to an idle connection that is not
+//     // parkable yet, to become so by its next tick
+//     void Quiesce(Connection&);
 //   };
 template <typename M>
 concept PoolManager = requires(M& m, typename M::Connection&& c) {
@@ -99,6 +101,8 @@ template <typename M>
 concept HasParkable = requires(M& m, typename M::Connection& c) {
   { m.Parkable(c) } -> std::convertible_to<bool>;
 };
+template <typename M>
+concept HasQuiesce = requires(M& m, typename M::Connection& c) { m.Quiesce(c); };
 
 // Stand-in Detached type for managers that cannot detach; such a pool has no
 // exchange.
@@ -444,8 +448,9 @@ class alignas(64) Shard final : public ShardBase {
   }
 
   // Offers the idle connections over min_idle to the exchange, so a shard
-  // that went quiet lends its connections to busy threads. A manager with
-  // Parkable() may refuse one this time (it gets ready for the next pass).
+  // that went quiet lends its connections to busy threads. One the manager
+  // finds not Parkable() yet is told to Quiesce() for the next tick (only
+  // here: a connection returned between two calls is never disturbed).
   void ParkIdle() {
     if (!inner_->exchange || !waiters_.empty()) return;
     std::vector<SlotT*> idle;
@@ -454,7 +459,8 @@ class alignas(64) Shard final : public ShardBase {
     }
     for (SlotT* s : idle) {
       if (idle_ <= config_.min_idle) break;
-      TryPark(s);
+      if (TryPark(s)) continue;
+      if constexpr (HasQuiesce<M>) manager_->Quiesce(s->conn);
     }
   }
 

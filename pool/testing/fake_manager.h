@@ -122,6 +122,8 @@ class FakeManager {
     return true;
   }
   uint64_t parkable_asked() const { return parkable_asked_; }
+  void Quiesce(FakeConn&) { ++quiesce_asked_; }
+  uint64_t quiesce_asked() const { return quiesce_asked_; }
 
   Task<absl::StatusOr<FakeConn>> Attach(FakeDetached&& d) {
     // Own the detached connection in this frame: if the frame is destroyed
@@ -169,6 +171,7 @@ class FakeManager {
   uint64_t connects_started_ = 0;
   uint64_t double_closes_ = 0;
   uint64_t parkable_asked_ = 0;
+  uint64_t quiesce_asked_ = 0;
   std::set<uint64_t> open_;
   std::map<uint64_t, uint64_t> epoch_of_;
 };
