@@ -28,9 +28,10 @@ class ServerProcess {
  public:
   // `listen`: "127.0.0.1:0" (a free port) or "unix:/path". `binary`: the
   // server's path relative to the test's working directory (runfiles).
+  // `extra`: more arguments for the server.
   static absl::StatusOr<std::unique_ptr<ServerProcess>> Start(
       std::string listen = "127.0.0.1:0",
-      std::string binary = "tests/server/test_server") {
+      std::string binary = "tests/server/test_server", std::vector<std::string> extra = {}) {
     int out[2];
     if (::pipe(out) != 0) return absl::InternalError("pipe");
     posix_spawn_file_actions_t fa;
@@ -38,7 +39,9 @@ class ServerProcess {
     posix_spawn_file_actions_adddup2(&fa, out[1], 1);
     posix_spawn_file_actions_addclose(&fa, out[0]);
     std::string arg = "--listen=" + listen;
-    char* argv[] = {binary.data(), arg.data(), nullptr};
+    std::vector<char*> argv = {binary.data(), arg.data()};
+    for (std::string& e : extra) argv.push_back(e.data());
+    argv.push_back(nullptr);
     // The server is a test fixture, not code under test: under TSAN its
     // grpc++ and Abseil (not built for TSAN, ../shared/BUILDING.md) report
     // races that are not ringrpc's, so the child reports nothing.
@@ -51,7 +54,7 @@ class ServerProcess {
     for (std::string& e : env_strings) envp.push_back(e.data());
     envp.push_back(nullptr);
     pid_t pid;
-    int rc = posix_spawn(&pid, binary.c_str(), &fa, nullptr, argv, envp.data());
+    int rc = posix_spawn(&pid, binary.c_str(), &fa, nullptr, argv.data(), envp.data());
     posix_spawn_file_actions_destroy(&fa);
     ::close(out[1]);
     if (rc != 0) {

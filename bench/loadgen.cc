@@ -1,0 +1,528 @@
+// loadgen: ringrpc against the grpc++ client, head to head, on one grpc++
+// callback-API server process (bench/loadgen_server). Clients:
+//   ringrpc      generated stubs, coroutine form, on `threads` CQ threads
+//   grpc++ 1ch   Debian's grpc++ 1.51 callback API, one channel
+//   grpc++ Kch   the same over K = `threads` channels made distinct by a
+//                channel argument (the usual workaround)
+// and, as the floor, a raw TCP ping-pong over loopback (one in flight).
+// Closed loop: `concurrency` calls always outstanding. For every
+// configuration it alternates the clients over `rounds` rounds (so drift
+// hits all alike) and reports calls/s, latency p50/p90/p99/p99.9, client
+// CPU microseconds per call (getrusage of this process over the measured
+// window; the server is another process), context switches per call, and
+// ringrpc / grpc++ ratios: a table, and one JSON line per client and
+// configuration (prefix "JSON ").
+//
+//   bazel run //bench:loadgen -- --concurrency=1,16,128 --sizes=0,1024 \
+//       --server_cpu=0 --client_cpu=1
+// Flags: --type=unary|bidi  --concurrency=LIST  --sizes=LIST (request and
+// response bytes)  --threads=N  --duration=S  --warmup=S  --rounds=N
+// --server_cpu=N --client_cpu=N (pinning; -1 none)  --clients=LIST
+// (ringrpc,grpc1,grpcK,tcp)  --json_only
+#include <arpa/inet.h>
+#include <grpcpp/grpcpp.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sched.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <future>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "tests/proto/echo_test.grpc.pb.h"
+#include "tests/proto/echo_test.ringrpc.pb.h"
+#include "tests/testing/server_process.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using ringrpc::test::EchoRequest;
+using ringrpc::test::EchoResponse;
+using RingStub = ringrpc::test::ringrpc::TestService::Stub;
+using GrpcStub = ringrpc::test::TestService::Stub;
+
+struct Options {
+  std::string type = "unary";
+  std::vector<int> concurrency = {1, 16, 128};
+  std::vector<int> sizes = {0, 1024};
+  int threads = 1;
+  double duration = 2.0, warmup = 0.5;
+  int rounds = 3;
+  int server_cpu = -1, client_cpu = -1;
+  std::vector<std::string> clients = {"ringrpc", "grpc1", "grpcK", "tcp"};
+  bool json_only = false;
+};
+
+// What one closed-loop slot records; written by that slot's calls only.
+struct Slot {
+  std::vector<uint32_t> latency_ns;
+  uint64_t errors = 0;
+  std::string first_error;
+};
+
+// Shared by the slots of one run.
+struct Phase {
+  std::atomic<bool> measuring{false};
+  std::atomic<bool> stop{false};
+  std::atomic<int> running{0};
+  std::promise<void> all_done;
+  void Record(Slot& slot, Clock::time_point t0, bool ok, const std::string& error = "") {
+    if (!measuring.load(std::memory_order_relaxed)) return;
+    if (ok) {
+      slot.latency_ns.push_back(static_cast<uint32_t>(
+          std::min<int64_t>(UINT32_MAX, (Clock::now() - t0) / std::chrono::nanoseconds(1))));
+    } else if (slot.errors++ == 0) {
+      slot.first_error = error;
+    }
+  }
+  void SlotDone() {
+    if (running.fetch_sub(1) == 1) all_done.set_value();
+  }
+};
+
+struct Usage {
+  double cpu_s = 0;
+  long csw = 0;
+  static Usage Now() {
+    rusage u;
+    getrusage(RUSAGE_SELF, &u);
+    return {u.ru_utime.tv_sec + u.ru_stime.tv_sec +
+                (u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6,
+            u.ru_nvcsw + u.ru_nivcsw};
+  }
+};
+
+struct Result {
+  std::vector<uint32_t> latency_ns;
+  uint64_t errors = 0;
+  std::string first_error;
+  double wall_s = 0, cpu_s = 0;
+  long csw = 0;
+  uint64_t calls() const { return latency_ns.size(); }
+  void Add(const Result& o) {
+    latency_ns.insert(latency_ns.end(), o.latency_ns.begin(), o.latency_ns.end());
+    errors += o.errors;
+    if (first_error.empty()) first_error = o.first_error;
+    wall_s += o.wall_s;
+    cpu_s += o.cpu_s;
+    csw += o.csw;
+  }
+};
+
+// Runs slots started by `start` (which must bump phase.running per slot):
+// warm-up, the measured window, then stop and wait for every slot.
+template <typename Start>
+Result Measure(const Options& o, Phase& phase, std::vector<Slot>& slots, Start start) {
+  start();
+  std::this_thread::sleep_for(std::chrono::duration<double>(o.warmup));
+  Usage u0 = Usage::Now();
+  Clock::time_point t0 = Clock::now();
+  phase.measuring = true;
+  std::this_thread::sleep_for(std::chrono::duration<double>(o.duration));
+  phase.measuring = false;
+  Usage u1 = Usage::Now();
+  Clock::time_point t1 = Clock::now();
+  phase.stop = true;
+  phase.all_done.get_future().wait();
+  Result r;
+  r.wall_s = std::chrono::duration<double>(t1 - t0).count();
+  r.cpu_s = u1.cpu_s - u0.cpu_s;
+  r.csw = u1.csw - u0.csw;
+  for (Slot& s : slots) {
+    r.latency_ns.insert(r.latency_ns.end(), s.latency_ns.begin(), s.latency_ns.end());
+    r.errors += s.errors;
+    if (r.first_error.empty()) r.first_error = s.first_error;
+  }
+  return r;
+}
+
+EchoRequest Request(int size) {
+  EchoRequest req;
+  req.set_payload(std::string(size, 'q'));
+  req.set_response_size(size);
+  return req;
+}
+
+// ---- ringrpc -----------------------------------------------------------------
+
+ringrpc::pool::Task<void> RingUnary(RingStub* stub, const EchoRequest* req, Slot* slot,
+                                    Phase* phase) {
+  EchoResponse resp;
+  while (!phase->stop.load(std::memory_order_relaxed)) {
+    ringrpc::ClientContext ctx;
+    Clock::time_point t0 = Clock::now();
+    ringrpc::Status s = co_await stub->co_Unary(&ctx, *req, &resp);
+    phase->Record(*slot, t0, s.ok(), s.ToString());
+  }
+  phase->SlotDone();
+}
+
+ringrpc::pool::Task<void> RingBidi(RingStub* stub, const EchoRequest* req, Slot* slot,
+                                   Phase* phase) {
+  ringrpc::ClientContext ctx;
+  ringrpc::Status open;
+  auto call = co_await stub->co_Bidi(&ctx, &open);
+  if (call == nullptr) {
+    phase->measuring = true;  // make sure the failure shows
+    phase->Record(*slot, Clock::now(), false, open.ToString());
+  } else {
+    EchoResponse resp;
+    while (!phase->stop.load(std::memory_order_relaxed)) {
+      Clock::time_point t0 = Clock::now();
+      co_await call->Write(*req);
+      bool got = co_await call->Read(&resp);
+      phase->Record(*slot, t0, got, "stream ended");
+      if (!got) break;
+    }
+    call->WritesDone();
+    while (co_await call->Read(&resp)) {
+    }
+    co_await call->Finish();
+  }
+  phase->SlotDone();
+}
+
+Result RunRingrpc(const Options& o, const std::string& target, int concurrency, int size) {
+  ringrpc::ChannelArguments args;
+  args.SetInt("ringrpc.cq_threads", o.threads);
+  args.SetInt("grpc.use_local_subchannel_pool", 1);
+  auto channel = ringrpc::CreateCustomChannel(target, ringrpc::InsecureChannelCredentials(), args);
+  auto stub = ringrpc::test::ringrpc::TestService::NewStub(channel);
+  EchoRequest req = Request(size);
+  Phase phase;
+  std::vector<Slot> slots(concurrency);
+  return Measure(o, phase, slots, [&] {
+    phase.running = concurrency;
+    for (int i = 0; i < concurrency; ++i) {
+      auto task = o.type == "bidi" ? RingBidi(stub.get(), &req, &slots[i], &phase)
+                                   : RingUnary(stub.get(), &req, &slots[i], &phase);
+      (void)channel->SpawnOn(i % o.threads, std::move(task));
+    }
+  });
+}
+
+// ---- grpc++ (callback API) ---------------------------------------------------
+
+class GrpcUnarySlot {
+ public:
+  GrpcUnarySlot(GrpcStub* stub, const EchoRequest* req, Slot* slot, Phase* phase)
+      : stub_(stub), req_(req), slot_(slot), phase_(phase) {}
+  void Issue() {
+    ctx_ = std::make_unique<grpc::ClientContext>();
+    t0_ = Clock::now();
+    stub_->async()->Unary(ctx_.get(), req_, &resp_, [this](grpc::Status s) {
+      phase_->Record(*slot_, t0_, s.ok(), s.error_message());
+      if (phase_->stop.load(std::memory_order_relaxed)) {
+        phase_->SlotDone();
+      } else {
+        Issue();
+      }
+    });
+  }
+
+ private:
+  GrpcStub* stub_;
+  const EchoRequest* req_;
+  Slot* slot_;
+  Phase* phase_;
+  std::unique_ptr<grpc::ClientContext> ctx_;
+  EchoResponse resp_;
+  Clock::time_point t0_;
+};
+
+// A write and its reply per round; the next round starts when both the
+// write and the read have completed (grpc++ allows one of each at a time).
+class GrpcBidiSlot final : public grpc::ClientBidiReactor<EchoRequest, EchoResponse> {
+ public:
+  GrpcBidiSlot(GrpcStub* stub, const EchoRequest* req, Slot* slot, Phase* phase)
+      : req_(req), slot_(slot), phase_(phase) {
+    stub->async()->Bidi(&ctx_, this);
+    Round();
+    StartCall();
+  }
+  void OnWriteDone(bool ok) override { Step(ok); }
+  void OnReadDone(bool ok) override {
+    if (ok) phase_->Record(*slot_, t0_, true);
+    Step(ok);
+  }
+  void OnWritesDoneDone(bool) override {}
+  void OnDone(const grpc::Status& s) override {
+    if (!s.ok()) phase_->Record(*slot_, t0_, false, s.error_message());
+    phase_->SlotDone();
+  }
+
+ private:
+  void Round() {
+    pending_ = 2;
+    t0_ = Clock::now();
+    StartWrite(req_);
+    StartRead(&resp_);
+  }
+  void Step(bool ok) {
+    if (!ok) failed_ = true;
+    if (pending_.fetch_sub(1) != 1) return;
+    if (failed_ || phase_->stop.load(std::memory_order_relaxed)) {
+      StartWritesDone();
+      StartRead(&resp_);  // to the end of the stream
+      return;
+    }
+    Round();
+  }
+  grpc::ClientContext ctx_;
+  const EchoRequest* req_;
+  Slot* slot_;
+  Phase* phase_;
+  EchoResponse resp_;
+  Clock::time_point t0_;
+  std::atomic<int> pending_{0};
+  std::atomic<bool> failed_{false};
+};
+
+Result RunGrpc(const Options& o, const std::string& target, int concurrency, int size,
+               int channels) {
+  std::vector<std::unique_ptr<GrpcStub>> stubs;
+  for (int i = 0; i < channels; ++i) {
+    grpc::ChannelArguments args;
+    args.SetInt("loadgen.channel_index", i);  // distinct: no shared subchannel
+    stubs.push_back(ringrpc::test::TestService::NewStub(
+        grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args)));
+  }
+  EchoRequest req = Request(size);
+  Phase phase;
+  std::vector<Slot> slots(concurrency);
+  std::vector<std::unique_ptr<GrpcUnarySlot>> unary;
+  std::vector<GrpcBidiSlot*> bidi;  // they live until their OnDone (after Measure)
+  Result r = Measure(o, phase, slots, [&] {
+    phase.running = concurrency;
+    for (int i = 0; i < concurrency; ++i) {
+      GrpcStub* stub = stubs[i % channels].get();
+      if (o.type == "bidi") {
+        bidi.push_back(new GrpcBidiSlot(stub, &req, &slots[i], &phase));
+      } else {
+        unary.push_back(std::make_unique<GrpcUnarySlot>(stub, &req, &slots[i], &phase));
+        unary.back()->Issue();
+      }
+    }
+  });
+  for (GrpcBidiSlot* b : bidi) delete b;
+  return r;
+}
+
+// ---- the floor: raw TCP ping-pong ---------------------------------------------
+
+void Pin(int cpu) {
+  if (cpu < 0) return;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  if (sched_setaffinity(0, sizeof set, &set) != 0) {
+    std::fprintf(stderr, "cannot pin to CPU %d\n", cpu);
+    std::exit(1);
+  }
+}
+
+bool FullIo(int fd, char* buf, size_t n, bool write) {
+  size_t off = 0;
+  while (off < n) {
+    ssize_t k = write ? ::send(fd, buf + off, n - off, MSG_NOSIGNAL) : ::recv(fd, buf + off, n - off, 0);
+    if (k <= 0) return false;
+    off += k;
+  }
+  return true;
+}
+
+Result RunTcp(const Options& o, int size) {
+  size_t n = std::max(size, 1);
+  int lfd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(lfd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  ::listen(lfd, 1);
+  socklen_t len = sizeof a;
+  ::getsockname(lfd, reinterpret_cast<sockaddr*>(&a), &len);
+  pid_t child = ::fork();
+  if (child == 0) {  // the echo side, on the server's core
+    Pin(o.server_cpu);
+    int c = ::accept(lfd, nullptr, nullptr);
+    int one = 1;
+    ::setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    std::vector<char> buf(n);
+    while (FullIo(c, buf.data(), n, false) && FullIo(c, buf.data(), n, true)) {
+    }
+    ::_exit(0);
+  }
+  ::close(lfd);
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  int one = 1;
+  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  std::vector<char> buf(n, 'q');
+  Phase phase;
+  std::vector<Slot> slots(1);
+  std::thread pinger;
+  Result r = Measure(o, phase, slots, [&] {
+    phase.running = 1;
+    pinger = std::thread([&] {
+      while (!phase.stop.load(std::memory_order_relaxed)) {
+        Clock::time_point t0 = Clock::now();
+        bool ok = FullIo(fd, buf.data(), n, true) && FullIo(fd, buf.data(), n, false);
+        phase.Record(slots[0], t0, ok, "tcp ping-pong failed");
+        if (!ok) break;
+      }
+      phase.SlotDone();
+    });
+  });
+  pinger.join();
+  ::close(fd);
+  ::waitpid(child, nullptr, 0);
+  return r;
+}
+
+// ---- reporting ----------------------------------------------------------------
+
+struct Row {
+  std::string client;
+  Result r;
+  double qps() const { return r.wall_s > 0 ? r.calls() / r.wall_s : 0; }
+  double cpu_us() const { return r.calls() ? r.cpu_s * 1e6 / r.calls() : 0; }
+  double csw() const { return r.calls() ? double(r.csw) / r.calls() : 0; }
+  double pct(double q) {
+    if (r.latency_ns.empty()) return 0;
+    size_t i = std::min(r.latency_ns.size() - 1, size_t(q * r.latency_ns.size()));
+    std::nth_element(r.latency_ns.begin(), r.latency_ns.begin() + i, r.latency_ns.end());
+    return r.latency_ns[i] / 1e3;
+  }
+};
+
+std::vector<int> Ints(const char* s) {
+  std::vector<int> v;
+  for (absl::string_view p : absl::StrSplit(s, ',')) v.push_back(std::atoi(std::string(p).c_str()));
+  return v;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const char* a = argv[i];
+    auto flag = [&](const char* name) -> const char* {
+      size_t n = std::strlen(name);
+      return std::strncmp(a, name, n) == 0 ? a + n : nullptr;
+    };
+    if (const char* v = flag("--type=")) o.type = v;
+    else if (const char* v = flag("--concurrency=")) o.concurrency = Ints(v);
+    else if (const char* v = flag("--sizes=")) o.sizes = Ints(v);
+    else if (const char* v = flag("--threads=")) o.threads = std::atoi(v);
+    else if (const char* v = flag("--duration=")) o.duration = std::atof(v);
+    else if (const char* v = flag("--warmup=")) o.warmup = std::atof(v);
+    else if (const char* v = flag("--rounds=")) o.rounds = std::atoi(v);
+    else if (const char* v = flag("--server_cpu=")) o.server_cpu = std::atoi(v);
+    else if (const char* v = flag("--client_cpu=")) o.client_cpu = std::atoi(v);
+    else if (const char* v = flag("--clients=")) o.clients = absl::StrSplit(v, ',');
+    else if (std::strcmp(a, "--json_only") == 0) o.json_only = true;
+    else {
+      std::fprintf(stderr, "loadgen: unknown flag %s (see the comment at the top of bench/loadgen.cc)\n", a);
+      return 2;
+    }
+  }
+  if ((o.type != "unary" && o.type != "bidi") || o.threads < 1 || o.rounds < 1 ||
+      o.duration <= 0 || o.concurrency.empty() || o.sizes.empty()) {
+    std::fprintf(stderr, "loadgen: bad options (--type=unary|bidi, --threads>=1, --rounds>=1)\n");
+    return 2;
+  }
+  std::vector<std::string> extra;
+  if (o.server_cpu >= 0) extra.push_back(absl::StrCat("--cpu=", o.server_cpu));
+  auto server =
+      ringrpc::testing::ServerProcess::Start("127.0.0.1:0", "bench/loadgen_server", extra);
+  if (!server.ok()) {
+    std::fprintf(stderr, "loadgen: %s\n", server.status().ToString().c_str());
+    return 1;
+  }
+  Pin(o.client_cpu);  // before any client thread exists: they all inherit it
+  const std::string target = (*server)->address();
+  if (!o.json_only) {
+    std::printf("loadgen: %s calls, %d client thread(s), %d round(s) of %.1f s (+%.1f s warm-up), "
+                "server CPU %d, client CPU %d\n",
+                o.type.c_str(), o.threads, o.rounds, o.duration, o.warmup, o.server_cpu,
+                o.client_cpu);
+  }
+  bool all_ok = true;
+  for (int size : o.sizes) {
+    for (int c : o.concurrency) {
+      std::map<std::string, Row> rows;
+      for (int round = 0; round < o.rounds; ++round) {
+        for (const std::string& client : o.clients) {
+          Result r;
+          if (client == "ringrpc") r = RunRingrpc(o, target, c, size);
+          else if (client == "grpc1") r = RunGrpc(o, target, c, size, 1);
+          else if (client == "grpcK") r = RunGrpc(o, target, c, size, o.threads);
+          else if (client == "tcp") r = RunTcp(o, size);
+          else continue;
+          rows[client].client = client;
+          rows[client].r.Add(r);
+        }
+      }
+      if (!o.json_only) {
+        std::printf("\n%s, concurrency %d, %d B request and response\n", o.type.c_str(), c, size);
+        std::printf("%-12s %10s %9s %9s %9s %9s %12s %9s %7s\n", "client", "calls/s", "p50 us",
+                    "p90 us", "p99 us", "p99.9 us", "cpu us/call", "csw/call", "errors");
+      }
+      for (const std::string& client : o.clients) {
+        if (!rows.count(client)) continue;
+        Row& row = rows[client];
+        double p50 = row.pct(0.5), p90 = row.pct(0.9), p99 = row.pct(0.99), p999 = row.pct(0.999);
+        std::string label = client == "grpc1"   ? "grpc++ 1ch"
+                            : client == "grpcK" ? absl::StrCat("grpc++ K=", o.threads)
+                            : client == "tcp"   ? "tcp floor"
+                                                : client;
+        if (!o.json_only) {
+          std::printf("%-12s %10.0f %9.1f %9.1f %9.1f %9.1f %12.1f %9.2f %7llu\n", label.c_str(),
+                      row.qps(), p50, p90, p99, p999, row.cpu_us(), row.csw(),
+                      (unsigned long long)row.r.errors);
+        }
+        std::printf("JSON {\"type\":\"%s\",\"concurrency\":%d,\"size\":%d,\"threads\":%d,"
+                    "\"client\":\"%s\",\"calls\":%llu,\"qps\":%.1f,\"p50_us\":%.2f,"
+                    "\"p90_us\":%.2f,\"p99_us\":%.2f,\"p999_us\":%.2f,\"cpu_us_per_call\":%.2f,"
+                    "\"csw_per_call\":%.3f,\"errors\":%llu}\n",
+                    o.type.c_str(), c, size, o.threads, client.c_str(),
+                    (unsigned long long)row.r.calls(), row.qps(), p50, p90, p99, p999,
+                    row.cpu_us(), row.csw(), (unsigned long long)row.r.errors);
+        if (row.r.errors > 0) {
+          all_ok = false;
+          std::fprintf(stderr, "%s: %llu errors, first: %s\n", label.c_str(),
+                       (unsigned long long)row.r.errors, row.r.first_error.c_str());
+        }
+      }
+      if (!o.json_only && rows.count("ringrpc")) {
+        Row& ring = rows["ringrpc"];
+        for (const char* other : {"grpc1", "grpcK"}) {
+          if (!rows.count(other) || rows[other].qps() == 0) continue;
+          Row& g = rows[other];
+          std::printf("ringrpc / %-10s calls/s %.2fx   cpu/call %.2fx   p50 %.2fx\n",
+                      other == std::string("grpc1") ? "grpc++ 1ch" : "grpc++ K",
+                      ring.qps() / g.qps(), ring.cpu_us() / g.cpu_us(),
+                      ring.pct(0.5) / g.pct(0.5));
+        }
+      }
+      std::fflush(stdout);
+    }
+  }
+  return all_ok ? 0 : 1;
+}

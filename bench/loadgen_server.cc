@@ -1,0 +1,114 @@
+// loadgen_server: the server every loadgen client drives — Debian's grpc++
+// 1.51 with its callback API, in its own process. Unary echoes (or answers
+// `response_size` bytes); Bidi answers each message with one.
+//
+//   loadgen_server --listen=127.0.0.1:0 [--cpu=N]   # prints "LISTENING <port>"
+#include <grpcpp/grpcpp.h>
+#include <sched.h>
+
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+
+#include "tests/proto/echo_test.grpc.pb.h"
+
+namespace {
+
+using grpc::CallbackServerContext;
+using ringrpc::test::EchoRequest;
+using ringrpc::test::EchoResponse;
+
+void Answer(const EchoRequest& req, EchoResponse* resp) {
+  if (req.response_size() > 0) {
+    resp->set_payload(std::string(req.response_size(), 'r'));
+  } else {
+    resp->set_payload(req.payload());
+  }
+}
+
+class Service final : public ringrpc::test::TestService::CallbackService {
+  grpc::ServerUnaryReactor* Unary(CallbackServerContext* ctx, const EchoRequest* req,
+                                  EchoResponse* resp) override {
+    Answer(*req, resp);
+    grpc::ServerUnaryReactor* r = ctx->DefaultReactor();
+    r->Finish(grpc::Status::OK);
+    return r;
+  }
+
+  grpc::ServerBidiReactor<EchoRequest, EchoResponse>* Bidi(CallbackServerContext*) override {
+    class Echo final : public grpc::ServerBidiReactor<EchoRequest, EchoResponse> {
+     public:
+      Echo() { StartRead(&req_); }
+      void OnReadDone(bool ok) override {
+        if (!ok) {
+          Finish(grpc::Status::OK);
+          return;
+        }
+        resp_.Clear();
+        Answer(req_, &resp_);
+        StartWrite(&resp_);
+      }
+      void OnWriteDone(bool ok) override {
+        if (ok) {
+          StartRead(&req_);
+        } else {
+          Finish(grpc::Status::CANCELLED);
+        }
+      }
+      void OnDone() override { delete this; }
+
+     private:
+      EchoRequest req_;
+      EchoResponse resp_;
+    };
+    return new Echo();
+  }
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string listen = "127.0.0.1:0";
+  int cpu = -1;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strncmp(argv[i], "--listen=", 9) == 0) listen = argv[i] + 9;
+    if (std::strncmp(argv[i], "--cpu=", 6) == 0) cpu = std::atoi(argv[i] + 6);
+  }
+  if (cpu >= 0) {  // before grpc++ starts its threads: they inherit it
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    if (sched_setaffinity(0, sizeof set, &set) != 0) {
+      std::fprintf(stderr, "loadgen_server: cannot pin to CPU %d\n", cpu);
+      return 1;
+    }
+  }
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+
+  Service service;
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(&service);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (!server) {
+    std::fprintf(stderr, "loadgen_server: cannot listen on %s\n", listen.c_str());
+    return 1;
+  }
+  std::printf("LISTENING %d\n", port);
+  std::fflush(stdout);
+  std::thread terminator([&] {
+    int sig = 0;
+    sigwait(&set, &sig);
+    server->Shutdown();
+  });
+  server->Wait();
+  terminator.join();
+  return 0;
+}
