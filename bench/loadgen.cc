@@ -18,7 +18,8 @@
 // Flags: --type=unary|bidi  --concurrency=LIST  --sizes=LIST (request and
 // response bytes)  --threads=N  --duration=S  --warmup=S  --rounds=N
 // --server_cpu=N --client_cpu=N (pinning; -1 none)  --clients=LIST
-// (ringrpc,grpc1,grpcK,tcp)  --json_only
+// (ringrpc,grpc1,grpcK,tcp)  --json_only  --ringrpc_arg=KEY=INT (repeatable:
+// a channel argument for the ringrpc client)
 #include <arpa/inet.h>
 #include <grpcpp/grpcpp.h>
 #include <netinet/in.h>
@@ -66,6 +67,7 @@ struct Options {
   int server_cpu = -1, client_cpu = -1;
   std::vector<std::string> clients = {"ringrpc", "grpc1", "grpcK", "tcp"};
   bool json_only = false;
+  std::vector<std::pair<std::string, int>> ringrpc_args;  // --ringrpc_arg=key=int
 };
 
 // What one closed-loop slot records; written by that slot's calls only.
@@ -201,6 +203,7 @@ Result RunRingrpc(const Options& o, const std::string& target, int concurrency, 
   ringrpc::ChannelArguments args;
   args.SetInt("ringrpc.cq_threads", o.threads);
   args.SetInt("grpc.use_local_subchannel_pool", 1);
+  for (const auto& [key, value] : o.ringrpc_args) args.SetInt(key, value);
   auto channel = ringrpc::CreateCustomChannel(target, ringrpc::InsecureChannelCredentials(), args);
   auto stub = ringrpc::test::ringrpc::TestService::NewStub(channel);
   EchoRequest req = Request(size);
@@ -437,6 +440,10 @@ int main(int argc, char** argv) {
     else if (const char* v = flag("--client_cpu=")) o.client_cpu = std::atoi(v);
     else if (const char* v = flag("--clients=")) o.clients = absl::StrSplit(v, ',');
     else if (std::strcmp(a, "--json_only") == 0) o.json_only = true;
+    else if (const char* v = flag("--ringrpc_arg=")) {
+      std::pair<std::string, std::string> kv = absl::StrSplit(v, absl::MaxSplits('=', 1));
+      o.ringrpc_args.emplace_back(kv.first, std::atoi(kv.second.c_str()));
+    }
     else {
       std::fprintf(stderr, "loadgen: unknown flag %s (see the comment at the top of bench/loadgen.cc)\n", a);
       return 2;

@@ -378,11 +378,13 @@ pool::Task<std::unique_ptr<ClientCall>> ChannelState::Open(const std::string& me
       co_await pool::SleepUntil(loop, std::min(deadline, loop.Now() + milliseconds(20)));
       continue;
     }
-    // While the address backs off (for every thread), take a connection this
-    // thread already has or fail fast: no dial, no waiting in the pool.
-    if (absl::Status backoff = sc->record->CheckBackoff(loop.Now()); !backoff.ok()) {
-      absl::StatusOr<SubchannelLease> have = sc->pool.TryAcquire();
-      if (!have.ok()) {
+    // The warm path: a connection this thread has, with a free stream. No
+    // await, no timer.
+    std::optional<absl::StatusOr<SubchannelLease>> lease = sc->pool.TryAcquire();
+    if (!lease->ok()) {
+      // While the address backs off (for every thread), fail fast (or wait,
+      // if wait_for_ready): no dial, no waiting in the pool.
+      if (absl::Status backoff = sc->record->CheckBackoff(loop.Now()); !backoff.ok()) {
         last = backoff;
         if (!ctx->wait_for_ready()) {
           *out = Status::FromAbsl(backoff);
@@ -391,13 +393,12 @@ pool::Task<std::unique_ptr<ClientCall>> ChannelState::Open(const std::string& me
         co_await pool::SleepUntil(loop, std::min(deadline, sc->record->next_attempt()));
         continue;
       }
+      Duration left = deadline == TimePoint::max() ? Duration(std::chrono::hours(24 * 365))
+                                                   : deadline - loop.Now();
+      lease = co_await runtime::WithTimeout<absl::StatusOr<SubchannelLease>>(
+          loop, Acquire(sc->pool), left);
+      if (!lease) continue;  // the deadline check above reports it
     }
-    Duration left = deadline == TimePoint::max() ? Duration(std::chrono::hours(24 * 365))
-                                                 : deadline - loop.Now();
-    std::optional<absl::StatusOr<SubchannelLease>> lease =
-        co_await runtime::WithTimeout<absl::StatusOr<SubchannelLease>>(
-            loop, Acquire(sc->pool), left);
-    if (!lease) continue;  // the deadline check above reports it
     if (!lease->ok()) {
       last = lease->status();
       resolver->RequestReresolution();

@@ -70,6 +70,23 @@ uint64_t EventLoop::ScheduleTimer(TimePoint deadline, pool::TimerCallback* cb) {
   return id;
 }
 
+void EventLoop::Defer(Deferred* d) {
+  if (d->queued_) return;
+  d->queued_ = true;
+  d->prev_ = deferred_tail_;
+  d->next_ = nullptr;
+  (deferred_tail_ ? deferred_tail_->next_ : deferred_head_) = d;
+  deferred_tail_ = d;
+}
+
+void EventLoop::Undefer(Deferred* d) {
+  if (!d->queued_) return;
+  (d->prev_ ? d->prev_->next_ : deferred_head_) = d->next_;
+  (d->next_ ? d->next_->prev_ : deferred_tail_) = d->prev_;
+  d->prev_ = d->next_ = nullptr;
+  d->queued_ = false;
+}
+
 bool EventLoop::CancelTimer(uint64_t id) {
   auto it = timer_deadlines_.find(id);
   if (it == timer_deadlines_.end()) return false;
@@ -135,6 +152,11 @@ void EventLoop::RunDue() {
       fn();
     }
   }
+  // Until empty: what a deferred callback defers runs in this pass too.
+  while (Deferred* d = deferred_head_) {
+    Undefer(d);
+    d->OnDeferred();
+  }
   while (!timers_.empty() && timers_.begin()->first.deadline <= now_) {
     auto it = timers_.begin();
     pool::TimerCallback* cb = it->second;
@@ -145,6 +167,7 @@ void EventLoop::RunDue() {
 }
 
 Duration EventLoop::TimeToNextTimer() const {
+  if (deferred_head_ != nullptr) return Duration::zero();
   if (timers_.empty()) return Duration(-1);
   Duration d = timers_.begin()->first.deadline - now_;
   return d < Duration::zero() ? Duration::zero() : d;

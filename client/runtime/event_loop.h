@@ -113,6 +113,27 @@ struct LoopStats {
 
 class EventLoop : public pool::Runtime {
  public:
+  // Work to run on the loop's next pass, queued with no allocation (an
+  // intrusive list): how LoopEvent wakes its waiter. Loop thread only.
+  class Deferred {
+   public:
+    virtual void OnDeferred() = 0;
+
+   protected:
+    ~Deferred() = default;
+
+   private:
+    friend class EventLoop;
+    Deferred* prev_ = nullptr;
+    Deferred* next_ = nullptr;
+    bool queued_ = false;
+  };
+  // Queues `d` (once: queuing a queued one does nothing). It runs before the
+  // loop next waits, after what is queued already.
+  void Defer(Deferred* d);
+  // Takes `d` off the queue if it is there.
+  void Undefer(Deferred* d);
+
   // `backend` unset: io_uring, falling back to epoll when io_uring cannot
   // be set up (EPERM/ENOSYS, as under Docker's default seccomp profile).
   static absl::StatusOr<std::unique_ptr<EventLoop>> Create(
@@ -240,6 +261,8 @@ class EventLoop : public pool::Runtime {
     }
   };
   std::map<TimerKey, pool::TimerCallback*> timers_;
+  Deferred* deferred_head_ = nullptr;
+  Deferred* deferred_tail_ = nullptr;
   std::unordered_map<uint64_t, TimePoint> timer_deadlines_;
   uint64_t next_timer_id_ = 0;
 

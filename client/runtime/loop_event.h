@@ -1,5 +1,6 @@
 // client/runtime/loop_event.h — a one-waiter, auto-reset event whose
-// wake-up runs on the next pass of the loop (a timer due now), never inline.
+// wake-up runs on the next pass of the loop (EventLoop::Defer: an intrusive
+// queue, no allocation), never inline.
 // Used to wake a coroutine from inside a callback (e.g. nghttp2's) without
 // re-entering the code that called back.
 //
@@ -14,23 +15,22 @@
 #include <optional>
 #include <utility>
 
+#include "client/runtime/event_loop.h"
 #include "pool/runtime.h"
 
 namespace ringrpc::runtime {
 
-class LoopEvent final : private pool::TimerCallback {
+class LoopEvent final : private EventLoop::Deferred {
  public:
-  explicit LoopEvent(pool::Runtime& loop) : loop_(loop) {}
+  explicit LoopEvent(EventLoop& loop) : loop_(loop) {}
   LoopEvent(const LoopEvent&) = delete;
   LoopEvent& operator=(const LoopEvent&) = delete;
-  ~LoopEvent() {
-    if (timer_ != 0) loop_.CancelTimer(timer_);
-  }
+  ~LoopEvent() { loop_.Undefer(this); }
 
   // Signals; a waiter (now or the next one) wakes on the next loop pass.
   void Set() {
     set_ = true;
-    if (waiter_ && timer_ == 0) timer_ = loop_.ScheduleTimer(loop_.Now(), this);
+    if (waiter_) loop_.Defer(this);
   }
 
   class Awaiter {
@@ -42,10 +42,7 @@ class LoopEvent final : private pool::TimerCallback {
       // The awaiting frame died while suspended: forget it.
       if (suspended_ && e_->waiter_ == handle_) {
         e_->waiter_ = {};
-        if (e_->timer_ != 0) {
-          e_->loop_.CancelTimer(e_->timer_);
-          e_->timer_ = 0;
-        }
+        e_->loop_.Undefer(e_);
       }
     }
     bool await_ready() {
@@ -57,9 +54,7 @@ class LoopEvent final : private pool::TimerCallback {
       handle_ = h;
       suspended_ = true;
       e_->waiter_ = h;
-      if (e_->set_ && e_->timer_ == 0) {
-        e_->timer_ = e_->loop_.ScheduleTimer(e_->loop_.Now(), e_);
-      }
+      if (e_->set_) e_->loop_.Defer(e_);
     }
     void await_resume() { suspended_ = false; }
 
@@ -71,15 +66,13 @@ class LoopEvent final : private pool::TimerCallback {
   Awaiter Wait() { return Awaiter(this); }
 
  private:
-  void OnTimer() override {
-    timer_ = 0;
+  void OnDeferred() override {
     set_ = false;
     if (auto h = std::exchange(waiter_, {})) h.resume();  // last use of this
   }
 
-  pool::Runtime& loop_;
+  EventLoop& loop_;
   std::coroutine_handle<> waiter_;
-  uint64_t timer_ = 0;
   bool set_ = false;
 };
 
