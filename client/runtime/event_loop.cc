@@ -251,10 +251,24 @@ void EventLoop::Close(int fd) {
   ::close(fd);
 }
 
+void EventLoop::SetQuiet(IoOp* op, bool quiet) {
+  if (op == nullptr || op->done || op->quiet == quiet) return;
+  op->quiet = quiet;
+  if (quiet) {
+    ++quiet_in_flight_;
+  } else {
+    --quiet_in_flight_;
+  }
+}
+
 void EventLoop::Complete(IoOp* op, int res) {
   op->res = res;
   op->done = true;
   --in_flight_;
+  if (op->quiet) {
+    op->quiet = false;
+    --quiet_in_flight_;
+  }
   if (op->orphaned) {
     delete op;
     return;
@@ -263,6 +277,7 @@ void EventLoop::Complete(IoOp* op, int res) {
 }
 
 void EventLoop::Orphan(IoOp* op) {
+  SetQuiet(op, false);
   op->orphaned = true;
   ++stats_.ops_cancelled;
   CancelOp(op);
@@ -283,6 +298,7 @@ bool IoAwaitable::await_suspend(std::coroutine_handle<> h) {
   ++loop_->stats_.ops_started;
   if (loop_->StartOp(op_)) return true;
   --loop_->in_flight_;
+  loop_->SetQuiet(op_, false);
   op_->done = true;
   return false;  // completed at once: resume without suspending
 }

@@ -67,6 +67,9 @@ struct IoOp {
   int res = 0;  // >= 0: bytes (0 for connect; revents for poll); < 0: -errno
   bool done = false;
   bool interrupted = false;  // Interrupt() asked it to end early
+  // Its completion wakes nothing that matters (a send whose reply is what
+  // the loop waits for): the io_uring loop need not return for it alone.
+  bool quiet = false;
   bool orphaned = false;
 };
 
@@ -184,6 +187,9 @@ class EventLoop : public pool::Runtime {
   // real result if it completed first (a receive that got bytes keeps
   // them). Unlike destroying the waiter, nothing is lost. Loop thread only.
   void Interrupt(IoOp* op);
+  // Marks an awaited operation quiet or not (see IoOp::quiet). A quiet
+  // operation must be made loud before anything comes to depend on it.
+  void SetQuiet(IoOp* op, bool quiet);
   // Closes `fd`; its pending operations must have ended or been cancelled.
   void Close(int fd);
   // Stops watching `fd` without closing it (the socket moves to another
@@ -233,6 +239,9 @@ class EventLoop : public pool::Runtime {
   // Called by backends when an operation ends.
   void Complete(IoOp* op, int res);
   void OpEnded() { --in_flight_; }
+  // Quiet operations in flight: the io_uring loop waits for this many
+  // completions more than one.
+  size_t quiet_in_flight() const { return quiet_in_flight_; }
   LoopStats stats_;
 
  private:
@@ -252,6 +261,7 @@ class EventLoop : public pool::Runtime {
   std::atomic<uint64_t> wakeups_sent_{0};  // written by other threads
   Inbox inbox_;
   size_t in_flight_ = 0;
+  size_t quiet_in_flight_ = 0;
 
   struct TimerKey {
     TimePoint deadline;

@@ -756,6 +756,10 @@ void Http2Connection::Start() {
   Flush();
 }
 
+// Sends up to this size may be quiet: small enough that the socket takes
+// them whole at once on any kernel.
+constexpr size_t kQuietSendMax = 16 << 10;
+
 Task<void> Http2Connection::WriteLoop() {
   std::vector<uint8_t> out;
   for (;;) {
@@ -776,7 +780,14 @@ Task<void> Http2Connection::WriteLoop() {
     size_t off = 0;
     while (off < out.size() && closed_.ok()) {
       writing_ = true;
-      runtime::IoResult r = co_await loop_->Send(fd_, std::move(out), off);
+      runtime::IoAwaitable send = loop_->Send(fd_, std::move(out), off);
+      send_op_ = send.op();
+      // Quiet when all that is pending went into this (small) send and a
+      // call awaits a reply: the reply, not the send, is what wakes us.
+      loop_->SetQuiet(send_op_, send_op_->buf.size() - off <= kQuietSendMax &&
+                                    !calls_.empty() && !nghttp2_session_want_write(session_));
+      runtime::IoResult r = co_await send;
+      send_op_ = nullptr;
       writing_ = false;
       out = std::move(r.buf);
       ++stats_.sends;

@@ -237,7 +237,11 @@ class Http2Connection : public std::enable_shared_from_this<Http2Connection> {
   absl::Status RecvError(int res) const;
   Task<void> ReadLoop();
   Task<void> WriteLoop();
-  void Flush() { flush_event_->Set(); }
+  void Flush() {
+    flush_event_->Set();
+    // The writer must come back as soon as its send ends: no longer quiet.
+    if (send_op_ != nullptr) loop_->SetQuiet(send_op_, false);
+  }
   void OnFrameReceived();
   void ForgetCall(Call* call);
   void ResetStream(Call* call, uint32_t error_code);
@@ -265,6 +269,7 @@ class Http2Connection : public std::enable_shared_from_this<Http2Connection> {
   // Reservoir support: the reader's receive in flight (for Interrupt), a
   // request to go quiet, the reader waiting on readability, a send in flight.
   runtime::IoOp* recv_op_ = nullptr;
+  runtime::IoOp* send_op_ = nullptr;  // the writer's send in flight
   bool quiesce_ = false;
   bool polling_ = false;
   bool writing_ = false;
