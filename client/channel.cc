@@ -272,15 +272,21 @@ struct ClientCall::Impl {
   std::shared_ptr<channel::Subchannel> sc;
   channel::SubchannelLease lease;             // destroyed after `call`
   std::unique_ptr<transport::Call> call;
-  std::shared_ptr<transport::Call*> alive;    // for cross-thread TryCancel
+  // What a TryCancel from another thread reaches (through a weak pointer).
+  struct CancelTarget {
+    transport::Call* call;
+    runtime::EventLoop* loop;
+  };
+  std::shared_ptr<CancelTarget> alive;
 
   ~Impl() {
     if (ctx != nullptr) {
       auto cs = internal::CallAccess::cancel(*ctx);
       std::lock_guard<std::mutex> lock(cs->mu);
+      cs->running.reset();
       cs->cancel_running = nullptr;
     }
-    if (alive) *alive = nullptr;
+    if (alive) alive->call = nullptr;
     if (lease && !(*lease)->accepting_streams()) lease.Poison();
     call.reset();
   }
@@ -318,11 +324,21 @@ bool ClientCall::PublishInitialMetadata() {
 }
 
 pool::Task<Status> ClientCall::Finish() {
-  absl::Status s = co_await impl_->call->Finish();
+  co_await impl_->call->Finish();
+  co_return FinishNow();
+}
+
+bool ClientCall::finished() const { return impl_->call->finished(); }
+
+Status ClientCall::FinishNow() {
   internal::CallAccess::SetResults(*impl_->ctx, impl_->call->initial_metadata(),
                                    impl_->call->trailing_metadata(),
                                    impl_->sc->record->name());
-  co_return Status::FromAbsl(s, impl_->call->status_details().value_or(""));
+  return Status::FromAbsl(*impl_->call->status(), impl_->call->status_details().value_or(""));
+}
+
+Status ClientCall::WriteNow(std::string_view message) {
+  return Status::FromAbsl(impl_->call->Enqueue(message));
 }
 
 namespace channel {
@@ -438,17 +454,19 @@ pool::Task<std::unique_ptr<ClientCall>> ChannelState::Open(const std::string& me
     impl->sc = sc;
     impl->lease = std::move(leased);
     impl->call = std::move(*call);
-    impl->alive = std::make_shared<transport::Call*>(impl->call.get());
+    impl->alive = std::make_shared<ClientCall::Impl::CancelTarget>(
+        ClientCall::Impl::CancelTarget{impl->call.get(), &loop});
     {
       std::lock_guard<std::mutex> lock(cancel_state->mu);
       if (cancel_state->cancelled) {
         impl->call->Cancel();
       } else {
-        std::weak_ptr<transport::Call*> weak = impl->alive;
-        EventLoop* l = &loop;
-        cancel_state->cancel_running = [weak, l] {
-          l->Post([weak] {
-            if (auto p = weak.lock(); p && *p) (*p)->Cancel();
+        cancel_state->running = impl->alive;
+        cancel_state->cancel_running = [](const std::shared_ptr<void>& running) {
+          auto target = std::static_pointer_cast<ClientCall::Impl::CancelTarget>(running);
+          std::weak_ptr<ClientCall::Impl::CancelTarget> weak = target;
+          target->loop->Post([weak] {
+            if (auto t = weak.lock(); t && t->call) t->call->Cancel();
           });
         };
       }
@@ -516,11 +534,17 @@ pool::Task<Status> Channel::Unary(std::string method, ClientContext* ctx, std::s
     Status st;
     std::unique_ptr<ClientCall> call = co_await state_->Open(method, ctx, &st);
     if (call == nullptr) co_return st;
-    Status w = co_await call->Write(request);
+    Status w = call->WriteNow(request);  // one message: no need to wait for room
     (void)w;  // a failed write ends the call: Finish reports why
     call->WritesDone();
     std::optional<std::string> reply = co_await call->Read();
-    Status s = co_await call->Finish();
+    // (No co_await inside ?: — GCC 12 mishandles the temporaries there.)
+    Status s;
+    if (call->finished()) {
+      s = call->FinishNow();
+    } else {
+      s = co_await call->Finish();
+    }
     if (!s.ok() && call->never_sent() && attempt == 0) {
       state_->transparent_retries.fetch_add(1, std::memory_order_relaxed);
       continue;

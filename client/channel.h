@@ -63,6 +63,11 @@ class ClientCall {
   bool PublishInitialMetadata();
   // The status; also fills the context's server metadata and peer.
   pool::Task<Status> Finish();
+  // The call has its status: FinishNow() gives it without waiting.
+  bool finished() const;
+  Status FinishNow();
+  // Queues one message without waiting for the send buffer to drain.
+  Status WriteNow(std::string_view message);
   void Cancel();
   // After Finish: the server never processed the call (GOAWAY above its
   // stream, or REFUSED_STREAM), so sending it again is safe.

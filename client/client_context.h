@@ -30,7 +30,9 @@ class CallAccess;
 struct CancelState {
   std::mutex mu;
   bool cancelled = false;
-  std::function<void()> cancel_running;  // posts the cancel to the call's loop
+  // The running call, and how to cancel it (posts to the call's loop).
+  std::weak_ptr<void> running;
+  void (*cancel_running)(const std::shared_ptr<void>& call) = nullptr;
 };
 }  // namespace internal
 
@@ -56,13 +58,15 @@ class ClientContext {
 
   // Ends the call CANCELLED (if it has not ended). Any thread; idempotent.
   void TryCancel() {
-    std::function<void()> cancel;
+    std::shared_ptr<void> running;
+    void (*cancel)(const std::shared_ptr<void>&) = nullptr;
     {
       std::lock_guard<std::mutex> lock(cancel_->mu);
       cancel_->cancelled = true;
+      running = cancel_->running.lock();
       cancel = cancel_->cancel_running;
     }
-    if (cancel) cancel();
+    if (running && cancel) cancel(running);
   }
 
   // After the call: what the server sent, and which address served it.

@@ -110,7 +110,7 @@ class EpollLoop final : public EventLoop {
     Unwatch(op);
     std::erase(interrupted_, op);
     OpEnded();
-    delete op;
+    FreeOp(op);
   }
 
   // Completed with -ECANCELED at the start of the next Wait, never inline.

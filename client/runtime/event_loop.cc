@@ -207,37 +207,54 @@ IoAwaitable EventLoop::StartIo(std::unique_ptr<IoOp> op) {
   return IoAwaitable(this, std::move(op));
 }
 
-IoAwaitable EventLoop::Recv(int fd, std::vector<uint8_t> buf) {
-  auto op = std::make_unique<IoOp>();
-  op->kind = IoOp::Kind::kRecv;
+std::unique_ptr<IoOp> EventLoop::NewOp(IoOp::Kind kind, int fd) {
+  std::unique_ptr<IoOp> op;
+  if (free_ops_.empty()) {
+    op = std::make_unique<IoOp>();
+  } else {
+    op = std::move(free_ops_.back());
+    free_ops_.pop_back();
+  }
+  op->kind = kind;
   op->fd = fd;
+  return op;
+}
+
+void EventLoop::FreeOp(IoOp* op) {
+  std::unique_ptr<IoOp> owned(op);
+  if (free_ops_.size() >= 64) return;  // deleted
+  IoOp& o = *owned;
+  o.buf = {};
+  o.offset = 0;
+  o.addrlen = 0;
+  o.waiter = {};
+  o.res = 0;
+  o.done = o.orphaned = o.interrupted = o.quiet = false;
+  free_ops_.push_back(std::move(owned));
+}
+
+IoAwaitable EventLoop::Recv(int fd, std::vector<uint8_t> buf) {
+  auto op = NewOp(IoOp::Kind::kRecv, fd);
   op->buf = std::move(buf);
   return StartIo(std::move(op));
 }
 
 IoAwaitable EventLoop::Send(int fd, std::vector<uint8_t> buf, size_t offset) {
-  auto op = std::make_unique<IoOp>();
-  op->kind = IoOp::Kind::kSend;
-  op->fd = fd;
+  auto op = NewOp(IoOp::Kind::kSend, fd);
   op->buf = std::move(buf);
   op->offset = offset;
   return StartIo(std::move(op));
 }
 
 IoAwaitable EventLoop::Connect(int fd, const sockaddr* addr, socklen_t len) {
-  auto op = std::make_unique<IoOp>();
-  op->kind = IoOp::Kind::kConnect;
-  op->fd = fd;
+  auto op = NewOp(IoOp::Kind::kConnect, fd);
   std::memcpy(&op->addr, addr, std::min<size_t>(len, sizeof op->addr));
   op->addrlen = len;
   return StartIo(std::move(op));
 }
 
 IoAwaitable EventLoop::PollIn(int fd) {
-  auto op = std::make_unique<IoOp>();
-  op->kind = IoOp::Kind::kPoll;
-  op->fd = fd;
-  return StartIo(std::move(op));
+  return StartIo(NewOp(IoOp::Kind::kPoll, fd));
 }
 
 void EventLoop::Interrupt(IoOp* op) {
@@ -270,7 +287,7 @@ void EventLoop::Complete(IoOp* op, int res) {
     --quiet_in_flight_;
   }
   if (op->orphaned) {
-    delete op;
+    FreeOp(op);
     return;
   }
   op->waiter.resume();
@@ -288,7 +305,7 @@ IoAwaitable::~IoAwaitable() {
   if (op_->waiter && !op_->done) {
     loop_->Orphan(op_);  // the loop frees it when the kernel is done
   } else {
-    delete op_;
+    loop_->FreeOp(op_);
   }
 }
 

@@ -239,6 +239,8 @@ class EventLoop : public pool::Runtime {
   // Called by backends when an operation ends.
   void Complete(IoOp* op, int res);
   void OpEnded() { --in_flight_; }
+  // Operations are recycled through a free list (no allocation per op).
+  void FreeOp(IoOp* op);
   // Quiet operations in flight: the io_uring loop waits for this many
   // completions more than one.
   size_t quiet_in_flight() const { return quiet_in_flight_; }
@@ -247,6 +249,7 @@ class EventLoop : public pool::Runtime {
  private:
   friend class IoAwaitable;
   IoAwaitable StartIo(std::unique_ptr<IoOp> op);
+  std::unique_ptr<IoOp> NewOp(IoOp::Kind kind, int fd);
   void Orphan(IoOp* op);
   void RunDue();
   Duration TimeToNextTimer() const;
@@ -262,6 +265,7 @@ class EventLoop : public pool::Runtime {
   Inbox inbox_;
   size_t in_flight_ = 0;
   size_t quiet_in_flight_ = 0;
+  std::vector<std::unique_ptr<IoOp>> free_ops_;
 
   struct TimerKey {
     TimePoint deadline;

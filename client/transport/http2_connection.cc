@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 
 namespace ringrpc::transport {
@@ -833,12 +834,12 @@ absl::StatusOr<std::unique_ptr<Call>> Http2Connection::StartCall(CallOptions opt
   }
   if (options.path.empty() || options.path[0] != '/') {
     return absl::InvalidArgumentError(absl::StrCat(
-        "method path \"", options.path, "\" must look like /package.Service/Method"));
+        "method path \"", std::string(options.path), "\" must look like /package.Service/Method"));
   }
   if (absl::Status s = ValidateMetadata(options.metadata); !s.ok()) return s;
 
   std::string timeout;
-  std::vector<nghttp2_nv> nva = {
+  absl::InlinedVector<nghttp2_nv, 12> nva = {
       Header(":method", "POST"),
       Header(":scheme", options_.scheme),
       Header(":path", options.path),

@@ -116,6 +116,11 @@ class Call {
   void Cancel();
 
   bool finished() const { return status_.has_value(); }
+  // Set once the call has ended.
+  const std::optional<absl::Status>& status() const { return status_; }
+  // Queues one message (copied now) without waiting for room: what Write
+  // does before it waits.
+  absl::Status Enqueue(std::string_view message);
   bool headers_received() const { return headers_received_; }
   const Metadata& initial_metadata() const { return initial_metadata_; }
   const Metadata& trailing_metadata() const { return trailing_metadata_; }
@@ -130,7 +135,6 @@ class Call {
   friend class Http2Connection;
   Call(std::shared_ptr<Http2Connection> conn, uint32_t max_receive);
 
-  absl::Status Enqueue(std::string_view message);
   Task<absl::Status> WaitForRoom(absl::Status queued);
   // First status wins; wakes everyone waiting.
   void End(absl::Status status);
@@ -185,7 +189,7 @@ class Http2Connection : public std::enable_shared_from_this<Http2Connection> {
   Http2Connection& operator=(const Http2Connection&) = delete;
 
   struct CallOptions {
-    std::string path;  // "/package.Service/Method"
+    std::string_view path;  // "/package.Service/Method"; read during StartCall only
     std::optional<TimePoint> deadline;
     Metadata metadata;  // -bin values raw; encoded on the wire
   };
