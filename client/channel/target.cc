@@ -71,6 +71,9 @@ absl::StatusOr<Target> StaticList(std::string_view target, std::string_view list
 
 absl::StatusOr<Target> ParseTarget(std::string_view target) {
   if (target.empty()) return Bad(target, "empty");
+  if (target.rfind("unix-abstract:", 0) != 0 && target.find('\0') != std::string_view::npos) {
+    return Bad(target, "contains a NUL byte");  // found by target_fuzzer
+  }
   if (target.rfind("unix-abstract:", 0) == 0 || target.rfind("unix:", 0) == 0) {
     absl::StatusOr<transport::Address> a = transport::Address::Parse(target);
     if (!a.ok()) return Bad(target, std::string(a.status().message()));

@@ -48,5 +48,35 @@ TEST(Target, MalformedTargetsSayWhy) {
   }
 }
 
+// Found by target_fuzzer: "unix:" + a path with a NUL byte parsed, and
+// the socket would have been the path up to the NUL.
+TEST(Target, RegressionNulByteInAPathOrHostIsRejected) {
+  using namespace std::string_view_literals;
+  for (std::string_view t : {"unix:\0\xff"sv, "unix:/tmp/a\0b"sv, "ipv4:127.0.0.1\0:1"sv,
+                             "dns:///host\0.example:443"sv, "host\0:80"sv}) {
+    absl::StatusOr<Target> p = ParseTarget(t);
+    ASSERT_FALSE(p.ok());
+    EXPECT_EQ(p.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(std::string(p.status().message()).find("NUL byte"), std::string::npos)
+        << p.status();
+  }
+  // An abstract socket's name may hold NUL bytes.
+  EXPECT_TRUE(ParseTarget("unix-abstract:a\0b"sv).ok());
+}
+
+// Found by target_fuzzer: a unix path starting with "//" printed as
+// "unix://..." and read back without its first two slashes.
+TEST(Target, RegressionUnixPathWithLeadingSlashesPrintsBackToItself) {
+  for (const char* t : {"unix:///////x/y", "unix:////a", "unix:/tmp/s.sock", "unix:rel/p"}) {
+    absl::StatusOr<Target> p = ParseTarget(t);
+    ASSERT_TRUE(p.ok()) << t << ": " << p.status();
+    std::string printed = p->addresses.at(0).ToString();
+    absl::StatusOr<transport::Address> back = transport::Address::Parse(printed);
+    ASSERT_TRUE(back.ok()) << printed;
+    EXPECT_EQ(back->ToString(), printed) << t;
+  }
+  EXPECT_EQ(ParseTarget("unix:/tmp/s.sock")->addresses.at(0).ToString(), "unix:/tmp/s.sock");
+}
+
 }  // namespace
 }  // namespace ringrpc::channel

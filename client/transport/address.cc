@@ -46,6 +46,9 @@ absl::StatusOr<Address> Address::Parse(std::string_view text) {
     return a;
   };
   if (text.rfind("unix-abstract:", 0) == 0) return unix_path(text.substr(14), true);
+  // Only an abstract socket name may hold NUL bytes: anywhere else the C
+  // APIs below would stop at the first one and dial something else.
+  if (text.find('\0') != std::string_view::npos) return Bad(text, "contains a NUL byte");
   if (text.rfind("unix:", 0) == 0) {
     std::string_view path = text.substr(5);
     if (path.rfind("//", 0) == 0) path.remove_prefix(2);  // unix:///abs
@@ -105,7 +108,10 @@ std::string Address::ToString() const {
       if (n > 0 && un->sun_path[0] == '\0') {
         return absl::StrCat("unix-abstract:", std::string(un->sun_path + 1, n - 1));
       }
-      return absl::StrCat("unix:", std::string(un->sun_path));
+      std::string path(un->sun_path);
+      // "unix://" is read as a prefix (unix:///abs): a path that itself
+      // starts with "//" keeps it by printing one (found by target_fuzzer).
+      return absl::StrCat(path.rfind("//", 0) == 0 ? "unix://" : "unix:", path);
     }
   }
   return "unknown";
