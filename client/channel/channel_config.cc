@@ -115,7 +115,7 @@ absl::StatusOr<ChannelConfig> ParseChannelArguments(const ChannelArguments& args
   ChannelConfig c;
   c.pool.max_size = 2;
   c.pool.max_concurrent_connects = 1;  // gRPC A105: one attempt at a time
-  c.pool.max_leases_per_connection = 100;
+  c.pool.max_leases_per_connection = 1000;
   c.pool.lifetime_jitter = 0.05;
   Reader r(args);
   auto ms = [](int v) { return Duration(milliseconds(v)); };

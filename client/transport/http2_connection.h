@@ -56,7 +56,7 @@ struct ConnectionOptions {
   uint32_t max_receive_message_size = 4u << 20;
   std::optional<uint32_t> max_send_message_size;  // unset: unlimited
   uint32_t max_metadata_size = 16u << 10;  // received header list, per block
-  uint32_t max_concurrent_streams = 100;   // our cap; the peer may lower it
+  uint32_t max_concurrent_streams = 1000;  // our cap; the peer may lower it
   // Keepalive (gRPC keepalive.md). Unset time: no keepalive PINGs.
   std::optional<Duration> keepalive_time;
   Duration keepalive_timeout = std::chrono::seconds(20);

@@ -87,7 +87,7 @@ int main(int argc, char** argv) {
   if (target.empty()) return 1;
 
   std::vector<Row> rows(7);
-  rows[0].what = "defaults (2 connections/thread, 100 streams each)";
+  rows[0].what = "defaults (2 connections/thread, 1000 streams each)";
   rows[1].what = "ringrpc.max_concurrent_streams=4";
   rows[1].args.SetInt("ringrpc.max_concurrent_streams", 4);
   rows[1].args.SetInt("ringrpc.connections_per_thread", 8);
