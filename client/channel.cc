@@ -415,6 +415,12 @@ pool::Task<std::unique_ptr<ClientCall>> ChannelState::Open(const std::string& me
           loop, Acquire(sc->pool), left);
       if (!lease) continue;  // the deadline check above reports it
     }
+    if (!lease->ok() && sc->pool.closed() && attempt < 100) {
+      // A resolver update dropped this address after the pick (the fault
+      // suite's flapping test): pick again once this thread has the new list.
+      co_await pool::SleepUntil(loop, std::min(deadline, loop.Now() + milliseconds(1)));
+      continue;
+    }
     if (!lease->ok()) {
       last = lease->status();
       resolver->RequestReresolution();
@@ -671,9 +677,13 @@ bool Channel::WaitForStateChange(ConnectivityState last,
 
 bool Channel::WaitForConnected(std::chrono::system_clock::time_point deadline) {
   for (;;) {
+    // Asked again every 50 ms: before the resolver's first answer there is
+    // nothing to connect yet, and a failed attempt leaves the state as it was.
     ConnectivityState s = GetState(true);
     if (s == ConnectivityState::READY) return true;
-    if (!WaitForStateChange(s, deadline)) return false;
+    auto now = std::chrono::system_clock::now();
+    if (now >= deadline) return false;
+    WaitForStateChange(s, std::min(deadline, now + std::chrono::milliseconds(50)));
   }
 }
 

@@ -456,6 +456,15 @@ TEST(Channel, MetricsTextIsPrometheusExposition) {
   }
 }
 
+TEST(Channel, WaitForConnectedRightAfterCreationConnects) {
+  auto server = StartServer();
+  auto ch = CreateChannel(server->address(), InsecureChannelCredentials());
+  auto start = std::chrono::steady_clock::now();
+  EXPECT_TRUE(ch->WaitForConnected(std::chrono::system_clock::now() + std::chrono::seconds(5)));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(1));
+  EXPECT_EQ(ch->GetState(false), ConnectivityState::READY);
+}
+
 TEST(Channel, StateGoesFromIdleToReady) {
   auto server = StartServer();
   auto ch = CreateChannel(server->address(), InsecureChannelCredentials());

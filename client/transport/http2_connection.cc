@@ -555,6 +555,16 @@ Task<absl::StatusOr<std::shared_ptr<Http2Connection>>> Http2Connection::Connect(
     int one = 1;
     ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   }
+  // The socket is this frame's until Adopt takes it: a caller that gives
+  // up (its deadline) destroys the frame mid-connect, and the socket must
+  // close with it (the fault suite found one left ESTABLISHED).
+  struct SocketGuard {
+    EventLoop& loop;
+    int fd;
+    ~SocketGuard() {
+      if (fd >= 0) loop.Close(fd);
+    }
+  } guard{loop, fd};
   auto dial = [](EventLoop& loop, int fd, Address a) -> Task<int> {
     runtime::IoResult r = co_await loop.Connect(fd, a.sockaddr_ptr(), a.len);
     co_return r.res;
@@ -562,12 +572,12 @@ Task<absl::StatusOr<std::shared_ptr<Http2Connection>>> Http2Connection::Connect(
   std::optional<int> res = co_await runtime::WithTimeout<int>(
       loop, dial(loop, fd, address), options.connect_timeout);
   if (!res || *res < 0) {
-    loop.Close(fd);
     co_return absl::UnavailableError(
         !res ? absl::StrCat("connect to ", where, " timed out after ",
                             Ms(options.connect_timeout))
              : absl::StrCat("connect to ", where, ": ", std::strerror(-*res)));
   }
+  guard.fd = -1;  // Adopt owns it from here, even when it fails
   absl::StatusOr<std::shared_ptr<Http2Connection>> adopted =
       Adopt(loop, fd, address, std::move(options));
   if (!adopted.ok()) co_return adopted.status();

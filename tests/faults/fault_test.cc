@@ -1,0 +1,386 @@
+// The fault suite: each scenario runs a closed-loop load of callback-API
+// unary calls through a channel while something goes wrong, then checks
+// what every scenario must keep: every call ended exactly once with a
+// status; no call ended later than its deadline by more than 20 ms; the
+// pool's conservation identity holds; once the channel is gone, the
+// process has no more sockets open than before it.
+#include <dirent.h>
+#include <fcntl.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <deque>
+#include <fstream>
+#include <future>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "client/channel.h"
+#include "client/channel/resolver.h"
+#include "client/transport/testing/raw_server.h"
+#include "tests/proto/echo_test.pb.h"
+#include "tests/testing/server_process.h"
+
+namespace ringrpc {
+namespace {
+
+using std::chrono::milliseconds;
+using Clock = std::chrono::system_clock;
+using test::EchoRequest;
+
+constexpr char kUnary[] = "/ringrpc.test.TestService/Unary";
+
+int OpenSockets() {
+  int n = 0;
+  DIR* d = opendir("/proc/self/fd");
+  while (dirent* e = readdir(d)) {
+    char link[64] = {0};
+    std::string path = absl::StrCat("/proc/self/fd/", e->d_name);
+    if (readlink(path.c_str(), link, sizeof link - 1) > 0 && std::strncmp(link, "socket:", 7) == 0) {
+      ++n;
+    }
+  }
+  closedir(d);
+  return n;
+}
+
+// A closed loop of `concurrency` unary calls, each with `deadline`.
+class Load {
+ public:
+  Load(Channel* channel, int concurrency, milliseconds deadline, int sleep_ms = 0)
+      : channel_(channel), concurrency_(concurrency), deadline_(deadline) {
+    EchoRequest req;
+    req.set_payload("load");
+    req.set_sleep_ms(sleep_ms);
+    request_ = req.SerializeAsString();
+  }
+  ~Load() { Stop(); }
+
+  void Start() {
+    outstanding_ = concurrency_;
+    for (int i = 0; i < concurrency_; ++i) Issue();
+  }
+
+  // No new calls; waits (at most 15 s) for the outstanding ones.
+  void Stop() {
+    stop_ = true;
+    for (int i = 0; i < 1500 && outstanding_.load() > 0; ++i) {
+      std::this_thread::sleep_for(milliseconds(10));
+    }
+  }
+
+  struct Report {
+    size_t issued = 0, ended_once = 0, ended_more = 0, not_ended = 0;
+    std::map<StatusCode, int> codes;
+    double worst_overrun_ms = 0;
+    int outstanding = 0;
+    std::string first_error;
+    int count(StatusCode c) const { return codes.count(c) ? codes.at(c) : 0; }
+  };
+  Report Summary() {
+    std::lock_guard<std::mutex> lock(mu_);
+    Report r = report_;
+    r.issued = calls_.size();
+    for (Call& c : calls_) {
+      int e = c.ends.load();
+      if (e == 1) ++r.ended_once;
+      if (e > 1) ++r.ended_more;
+      if (e == 0) ++r.not_ended;
+    }
+    r.outstanding = outstanding_.load();
+    return r;
+  }
+  size_t ok_count() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return report_.codes.count(StatusCode::OK) ? report_.codes[StatusCode::OK] : 0;
+  }
+
+ private:
+  struct Call {
+    std::atomic<int> ends{0};
+    ClientContext ctx;
+    std::string reply;
+    Clock::time_point deadline;
+  };
+
+  void Issue() {
+    if (stop_) {
+      --outstanding_;
+      return;
+    }
+    Call* call;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      call = &calls_.emplace_back();
+    }
+    call->deadline = Clock::now() + deadline_;
+    call->ctx.set_deadline(call->deadline);
+    channel_->UnaryCallAsync(kUnary, &call->ctx, request_, &call->reply, [this, call](Status s) {
+      call->ends.fetch_add(1);
+      double over =
+          std::chrono::duration<double, std::milli>(Clock::now() - call->deadline).count();
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        ++report_.codes[s.error_code()];
+        if (over > report_.worst_overrun_ms) report_.worst_overrun_ms = over;
+        if (!s.ok() && report_.first_error.empty()) report_.first_error = s.ToString();
+      }
+      Issue();
+    });
+  }
+
+  Channel* channel_;
+  const int concurrency_;
+  const milliseconds deadline_;
+  std::string request_;
+  std::atomic<bool> stop_{false};
+  std::atomic<int> outstanding_{0};
+  std::mutex mu_;
+  std::deque<Call> calls_;  // stable addresses
+  Report report_;
+};
+
+// What every scenario checks at its end.
+void ExpectInvariants(Load& load, Channel& channel) {
+  load.Stop();
+  Load::Report r = load.Summary();
+  EXPECT_EQ(r.outstanding, 0) << "calls still running after 15 s";
+  EXPECT_EQ(r.not_ended, 0u);
+  EXPECT_EQ(r.ended_more, 0u) << "a call ended more than once";
+  EXPECT_EQ(r.ended_once, r.issued);
+  EXPECT_LE(r.worst_overrun_ms, 20.0) << "a call outlived its deadline";
+  pool::PoolMetrics m = channel.Metrics();
+  EXPECT_TRUE(m.Conserved()) << m.ToString();
+}
+
+// After the channel is gone its sockets close (on their CQ threads).
+void ExpectSocketsBackTo(int baseline) {
+  int now = OpenSockets();
+  for (int i = 0; i < 300 && now > baseline; ++i) {
+    std::this_thread::sleep_for(milliseconds(10));
+    now = OpenSockets();
+  }
+  if (now > baseline) {  // say which: the socket table shows their states
+    std::ifstream tcp("/proc/net/tcp");
+    std::string line, all;
+    while (std::getline(tcp, line)) all += line + "\n";
+    ADD_FAILURE() << "sockets leaked: " << now << " open, " << baseline << " before\n" << all;
+  }
+}
+
+std::unique_ptr<testing::ServerProcess> Server(std::string listen = "127.0.0.1:0") {
+  auto s = testing::ServerProcess::Start(listen);
+  EXPECT_TRUE(s.ok()) << s.status();
+  return s.ok() ? std::move(*s) : nullptr;
+}
+
+TEST(Faults, ServerKilledUnderLoadThenRestartedOnTheSamePort) {
+  auto server = Server();
+  const int port = server->port();
+  const int sockets = OpenSockets();
+  {
+    ChannelArguments args;
+    args.SetInt("grpc.initial_reconnect_backoff_ms", 50);
+    args.SetInt("grpc.min_reconnect_backoff_ms", 50);
+    args.SetInt("grpc.max_reconnect_backoff_ms", 100);
+    auto channel = CreateCustomChannel(server->address(), InsecureChannelCredentials(), args);
+    Load load(channel.get(), 8, milliseconds(1000), /*sleep_ms=*/2);
+    load.Start();
+    std::this_thread::sleep_for(milliseconds(300));
+    server->Kill();
+    std::this_thread::sleep_for(milliseconds(300));
+    size_t ok_before = load.ok_count();
+    server = Server(absl::StrCat("127.0.0.1:", port));
+    ASSERT_NE(server, nullptr);
+    std::this_thread::sleep_for(milliseconds(800));
+    EXPECT_GT(load.ok_count(), ok_before + 50) << "calls did not recover after the restart";
+    ExpectInvariants(load, *channel);
+    Load::Report r = load.Summary();
+    EXPECT_GT(r.count(StatusCode::UNAVAILABLE), 0) << "the kill was not seen";
+    for (auto [code, n] : r.codes) {
+      EXPECT_TRUE(code == StatusCode::OK || code == StatusCode::UNAVAILABLE ||
+                  code == StatusCode::DEADLINE_EXCEEDED)
+          << StatusCodeName(code) << " x" << n;
+    }
+  }
+  ExpectSocketsBackTo(sockets);
+}
+
+TEST(Faults, AServerThatAcceptsAndNeverAnswersEndsEveryCallAtItsDeadline) {
+  transport::testing::RawServer silent("");  // takes bytes, says nothing
+  const int sockets = OpenSockets();
+  {
+    auto channel = CreateChannel(silent.address(), InsecureChannelCredentials());
+    Load load(channel.get(), 4, milliseconds(150));
+    load.Start();
+    std::this_thread::sleep_for(milliseconds(700));
+    ExpectInvariants(load, *channel);
+    Load::Report r = load.Summary();
+    EXPECT_GE(r.issued, 12u);
+    EXPECT_EQ(r.count(StatusCode::DEADLINE_EXCEEDED), static_cast<int>(r.issued))
+        << r.first_error;
+  }
+  ExpectSocketsBackTo(sockets);
+}
+
+TEST(Faults, GoawayWithALowLastStreamIdWhileManyStreamsAreOpen) {
+  using namespace transport::testing;  // NOLINT: frame builders
+  // GOAWAY(last stream 1) 150 ms after the first bytes: stream 1 was
+  // "processed" (and never answered), every later stream was not.
+  std::string goaway = Frame(kGoaway, 0, 0, std::string("\0\0\0\x01\0\0\0\0", 8));
+  RawServer server(ServerSettings(), goaway, 150);
+  const int sockets = OpenSockets();
+  {
+    auto channel = CreateChannel(server.address(), InsecureChannelCredentials());
+    // Each connection takes ~350 ms to reach its GOAWAY (the raw server
+    // answers the preface after 200 ms): a deadline that outlives one
+    // transparent retry, so the retried calls end UNAVAILABLE.
+    Load load(channel.get(), 16, milliseconds(1500));
+    load.Start();
+    std::this_thread::sleep_for(milliseconds(1200));
+    ExpectInvariants(load, *channel);
+    Load::Report r = load.Summary();
+    EXPECT_GT(r.count(StatusCode::UNAVAILABLE), 0) << "refused streams are UNAVAILABLE";
+    EXPECT_GT(r.count(StatusCode::DEADLINE_EXCEEDED), 0) << "stream 1 waits for its deadline";
+    EXPECT_EQ(r.count(StatusCode::UNAVAILABLE) + r.count(StatusCode::DEADLINE_EXCEEDED),
+              static_cast<int>(r.issued));
+  }
+  ExpectSocketsBackTo(sockets);
+}
+
+TEST(Faults, InvalidateStormsAndResolverFlappingUnderLoadLoseNoCall) {
+  auto a = Server();
+  auto b = Server();
+  auto addr = [](const testing::ServerProcess& s) { return *transport::Address::Parse(s.address()); };
+  const int sockets = OpenSockets();
+  {
+    auto resolver = std::make_shared<channel::ManualResolver>();
+    resolver->Push(channel::AddressList{addr(*a)});
+    ChannelArguments args;
+    args.SetLoadBalancingPolicyName("round_robin");
+    auto ch = CreateChannelWithResolver("test", resolver, args);
+    Load load(ch.get(), 8, milliseconds(2000));
+    load.Start();
+    auto until = std::chrono::steady_clock::now() + milliseconds(1000);
+    for (int i = 0; std::chrono::steady_clock::now() < until; ++i) {
+      if (i % 2 == 0) {
+        resolver->Push(channel::AddressList{addr(*a), addr(*b)});
+      } else {
+        resolver->Push(channel::AddressList{addr(*b)});
+      }
+      ch->Invalidate();
+      std::this_thread::sleep_for(milliseconds(3));
+    }
+    ExpectInvariants(load, *ch);
+    Load::Report r = load.Summary();
+    EXPECT_EQ(r.count(StatusCode::OK), static_cast<int>(r.issued)) << r.first_error;
+    EXPECT_GT(r.issued, 100u);
+    EXPECT_GT(ch->Metrics().retired[size_t(pool::RetireReason::kGeneration)], 10u);
+  }
+  ExpectSocketsBackTo(sockets);
+}
+
+TEST(Faults, AStoppedServerIsDeclaredDeadByKeepalive) {
+  auto server = Server();
+  const int sockets = OpenSockets();
+  {
+    ChannelArguments args;
+    args.SetInt("grpc.keepalive_time_ms", 200);
+    args.SetInt("grpc.keepalive_timeout_ms", 200);
+    auto channel = CreateCustomChannel(server->address(), InsecureChannelCredentials(), args);
+    Load load(channel.get(), 4, milliseconds(3000), /*sleep_ms=*/1);
+    load.Start();
+    std::this_thread::sleep_for(milliseconds(200));
+    server->Signal(SIGSTOP);  // black hole: the socket stays open, nothing answers
+    auto stopped = std::chrono::steady_clock::now();
+    // Within keepalive time + timeout (+ slack) the calls in flight fail.
+    std::this_thread::sleep_for(milliseconds(700));
+    Load::Report mid = load.Summary();
+    EXPECT_GT(mid.count(StatusCode::UNAVAILABLE), 0)
+        << "no keepalive failure " << std::chrono::duration_cast<milliseconds>(
+                                          std::chrono::steady_clock::now() - stopped)
+                                          .count()
+        << " ms after the stop; first error: " << mid.first_error;
+    server->Signal(SIGCONT);
+    ExpectInvariants(load, *channel);
+    Load::Report r = load.Summary();
+    bool keepalive_named = r.first_error.find("keepalive") != std::string::npos;
+    EXPECT_TRUE(keepalive_named) << r.first_error;
+  }
+  ExpectSocketsBackTo(sockets);
+}
+
+TEST(Faults, ClientStreamAgainstAServerThatStopsReadingEndsAtItsDeadline) {
+  auto server = Server();
+  auto channel = CreateChannel(server->address(), InsecureChannelCredentials());
+  Status open;
+  ClientContext ctx;
+  ASSERT_TRUE(channel->WaitForConnected(Clock::now() + std::chrono::seconds(5)));
+  server->Signal(SIGSTOP);  // it reads nothing more: flow control fills up
+  ctx.set_deadline(Clock::now() + milliseconds(500));
+  Clock::time_point deadline = *ctx.deadline();
+  std::unique_ptr<ClientCall> call =
+      channel->BlockingOpen("/ringrpc.test.TestService/ClientStream", &ctx, &open);
+  ASSERT_NE(call, nullptr) << open.ToString();
+  std::promise<Status> done;
+  call->Run([](ClientCall* call, std::promise<Status>* done) -> pool::Task<void> {
+    EchoRequest req;
+    req.set_payload(std::string(1 << 20, 'x'));
+    std::string bytes = req.SerializeAsString();
+    for (int i = 0; i < 256; ++i) {  // 256 MiB: far beyond any window
+      if (!(co_await call->Write(bytes)).ok()) break;
+    }
+    done->set_value(co_await call->Finish());
+  }(call.get(), &done));
+  auto f = done.get_future();
+  ASSERT_EQ(f.wait_for(std::chrono::seconds(5)), std::future_status::ready) << "hung";
+  Status s = f.get();
+  double over = std::chrono::duration<double, std::milli>(Clock::now() - deadline).count();
+  EXPECT_EQ(s.error_code(), StatusCode::DEADLINE_EXCEEDED) << s.ToString();
+  EXPECT_LE(over, 20.0);
+  server->Signal(SIGCONT);
+  call->Run([](std::unique_ptr<ClientCall> c) -> pool::Task<void> { co_return; }(std::move(call)));
+}
+
+TEST(Faults, RunningOutOfFileDescriptorsIsAClearErrorAndTheClientRecovers) {
+  auto server = Server();
+  ChannelArguments args;
+  args.SetInt("ringrpc.cq_threads", 1);  // its threads and rings exist before the limit
+  args.SetInt("ringrpc.max_concurrent_streams", 1);
+  args.SetInt("ringrpc.connections_per_thread", 64);
+  args.SetInt("grpc.initial_reconnect_backoff_ms", 20);
+  args.SetInt("grpc.min_reconnect_backoff_ms", 20);
+  args.SetInt("grpc.max_reconnect_backoff_ms", 40);
+  auto channel = CreateCustomChannel(server->address(), InsecureChannelCredentials(), args);
+  ASSERT_TRUE(channel->WaitForConnected(Clock::now() + std::chrono::seconds(5)));
+  rlimit old{};
+  ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &old), 0);
+  // Room for only a few more descriptors.
+  int open_now = 0;
+  for (int fd = 0; fd < 4096; ++fd) open_now += fcntl(fd, F_GETFD) != -1;
+  rlimit low = old;
+  low.rlim_cur = open_now + 4;
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &low), 0);
+  Load load(channel.get(), 16, milliseconds(1000), /*sleep_ms=*/20);
+  load.Start();
+  std::this_thread::sleep_for(milliseconds(400));
+  Load::Report starved = load.Summary();
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &old), 0);
+  size_t ok_at_restore = load.ok_count();
+  std::this_thread::sleep_for(milliseconds(800));
+  EXPECT_GT(load.ok_count(), ok_at_restore + 20) << "no recovery once descriptors were back";
+  ExpectInvariants(load, *channel);
+  EXPECT_GT(starved.count(StatusCode::OK), 0) << "the connections already open kept working";
+  EXPECT_GT(starved.count(StatusCode::UNAVAILABLE), 0) << "no call saw the exhaustion";
+  EXPECT_THAT(starved.first_error, ::testing::HasSubstr("Too many open files"));
+}
+
+}  // namespace
+}  // namespace ringrpc
