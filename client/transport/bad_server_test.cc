@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 
 #include <chrono>
+#include <fstream>
 #include <memory>
 
 #include "client/runtime/testing/run_to_completion.h"
@@ -277,6 +278,85 @@ TEST_F(BadServerTest, GoawayWhileParkedMeansTheConnectionIsDestroyedNotUsed) {
   ASSERT_FALSE(back.ok());
   EXPECT_EQ(back.status().code(), absl::StatusCode::kUnavailable);
   EXPECT_THAT(back.status().message(), HasSubstr("GOAWAY while parked"));
+}
+
+// ---- hostile servers: each gets a bounded answer --------------------------------
+
+// Resident memory of this process, in KiB.
+long RssKiB() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::atol(line.c_str() + 6);
+  }
+  return -1;
+}
+
+// Under ASAN freed memory sits in quarantine, so RSS says little there.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kRssMeaningful = false;
+#else
+constexpr bool kRssMeaningful = true;
+#endif
+
+TEST_F(BadServerTest, ContinuationFloodIsCutOffAndRetiresTheConnection) {
+  std::string flood = ServerSettings() +
+                      Frame(kHeaders, 0, 1, HeaderBlock({{":status", "200"}}));
+  std::string junk = HeaderBlock({{"x-junk", std::string(1000, 'j')}});
+  for (int i = 0; i < 20000; ++i) flood += Frame(kContinuation, 0, 1, junk);  // 20 MB
+  RawServer server(flood);
+  auto conn = Adopt(server);
+  long rss = RssKiB();
+  auto start = pool::Clock::now();
+  Outcome o = Run(OneCall(conn));
+  EXPECT_EQ(o.status.code(), absl::StatusCode::kUnavailable) << o.status;
+  EXPECT_THAT(std::string(o.status.message()), HasSubstr("CONTINUATION"));
+  EXPECT_FALSE(conn->accepting_streams());
+  EXPECT_LT(pool::Clock::now() - start, std::chrono::seconds(2));
+  if (kRssMeaningful) EXPECT_LT(RssKiB() - rss, 8 * 1024) << "KiB grown";
+}
+
+TEST_F(BadServerTest, SettingsFloodEndsBoundedly) {
+  std::string flood = ServerSettings();
+  for (int i = 0; i < 200000; ++i) flood += Frame(kSettings, 0, 0, "");  // each wants an ACK
+  RawServer server(flood);
+  auto conn = Adopt(server);
+  long rss = RssKiB();
+  auto start = pool::Clock::now();
+  Outcome o = Run(OneCall(conn));
+  // nghttp2 caps queued ACKs and ends the session as flooded; never a hang.
+  EXPECT_EQ(o.status.code(), absl::StatusCode::kUnavailable) << o.status;
+  EXPECT_LT(pool::Clock::now() - start, std::chrono::seconds(5));
+  if (kRssMeaningful) EXPECT_LT(RssKiB() - rss, 16 * 1024) << "KiB grown";
+}
+
+TEST_F(BadServerTest, WindowUpdateOverflowIsAConnectionError) {
+  std::string overflow = ServerSettings();
+  std::string inc("\x7f\xff\xff\xff", 4);  // 2^31 - 1, twice: past the maximum window
+  overflow += Frame(kWindowUpdate, 0, 0, inc) + Frame(kWindowUpdate, 0, 0, inc);
+  Outcome o = Scripted(overflow, /*expect_retired=*/true);
+  EXPECT_EQ(o.status.code(), absl::StatusCode::kUnavailable) << o.status;
+}
+
+TEST_F(BadServerTest, AServerIgnoringFlowControlHasItsStreamReset) {
+  // 64 MiB of messages blasted past the 4 MiB stream window to a reader
+  // that takes nothing: the stream is reset, nothing beyond the window is
+  // buffered. (A server that respects the window is held back instead:
+  // http2_connection_test's SlowReaderHoldsTheServerBack.)
+  std::string endless = ServerSettings() + ResponseHeaders(1);
+  std::string chunk = Data(1, GrpcMessage(std::string(16379, 'd')));  // one 16 KiB frame
+  for (int i = 0; i < 4096; ++i) endless += chunk;
+  RawServer server(endless);
+  auto conn = Adopt(server);
+  long rss = RssKiB();
+  auto call = conn->StartCall({.path = "/x.Y/Z"});
+  ASSERT_TRUE(call.ok());
+  (void)(*call)->Enqueue("request");
+  (*call)->WritesDone();
+  absl::Status s = Run((*call)->Finish());
+  EXPECT_EQ(s.code(), absl::StatusCode::kInternal) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr("FLOW_CONTROL_ERROR"));
+  if (kRssMeaningful) EXPECT_LT(RssKiB() - rss, 12 * 1024) << "KiB buffered";
 }
 
 }  // namespace

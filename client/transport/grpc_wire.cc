@@ -149,6 +149,7 @@ void MessageDecoder::Parse() {
     need_ -= take;
     if (need_ != 0) break;
     in_body_ = false;
+    ready_bytes_ += 5 + current_.size();
     ready_.push_back(std::move(current_));
     current_.clear();
   }
@@ -159,6 +160,7 @@ std::optional<std::string> MessageDecoder::Next() {
   if (ready_.empty()) return std::nullopt;
   std::string m = std::move(ready_.front());
   ready_.pop_front();
+  ready_bytes_ -= 5 + m.size();
   return m;
 }
 

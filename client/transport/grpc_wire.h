@@ -65,6 +65,9 @@ class MessageDecoder {
   // True when bytes of an unfinished message are buffered (a stream that
   // ends here ended mid-message).
   bool partial() const { return !buf_.empty() || in_body_; }
+  // Wire bytes (prefix included) of the complete messages not yet taken by
+  // Next(): what the reader has not consumed (flow control credits the rest).
+  size_t ready_bytes() const { return ready_bytes_; }
 
  private:
   void Parse();
@@ -75,6 +78,7 @@ class MessageDecoder {
   bool in_body_ = false;
   std::string current_;
   std::deque<std::string> ready_;
+  size_t ready_bytes_ = 0;
   absl::Status error_;
 };
 

@@ -19,6 +19,7 @@ namespace {
 constexpr size_t kWriteHighWater = 1 << 20;  // queued bytes before Write waits
 constexpr uint32_t kStreamWindow = 4u << 20;
 constexpr int32_t kConnectionWindow = 16 << 20;
+constexpr int kMaxContinuations = 64;
 
 std::string Ms(Duration d) {
   return absl::StrCat(std::chrono::duration_cast<std::chrono::milliseconds>(d).count(), "ms");
@@ -160,10 +161,21 @@ void Call::WritesDone() {
   conn_->Flush();
 }
 
+void Call::CreditConsumed() {
+  size_t unread = decoder_.ready_bytes();
+  if (held_ > unread) {
+    conn_->Credit(stream_id_, held_ - unread);
+    held_ = unread;
+  }
+}
+
 Task<std::optional<std::string>> Call::Read() {
   for (;;) {
     if (status_ && !status_->ok()) co_return std::nullopt;
-    if (std::optional<std::string> m = decoder_.Next()) co_return m;
+    if (std::optional<std::string> m = decoder_.Next()) {
+      CreditConsumed();  // the reader took it: the server may send more
+      co_return m;
+    }
     if (status_ || remote_closed_) co_return std::nullopt;
     co_await read_event_.Wait();
   }
@@ -191,6 +203,22 @@ struct Http2Connection::Callbacks {
   }
   static Call* CallOf(nghttp2_session* s, int32_t stream_id) {
     return static_cast<Call*>(nghttp2_session_get_stream_user_data(s, stream_id));
+  }
+
+  // nghttp2 1.52 predates the CONTINUATION-flood fix (CVE-2024-28182):
+  // it would decode CONTINUATION frames of one header block for as long as
+  // the server sends them. A header block longer than 64 frames (1 MiB at
+  // the default frame size, far over max_metadata_size) ends the session.
+  static int OnBeginFrame(nghttp2_session*, const nghttp2_frame_hd* hd, void* user_data) {
+    Http2Connection* conn = Conn(user_data);
+    if (hd->type == NGHTTP2_HEADERS) {
+      conn->continuations_ = 0;
+    } else if (hd->type == NGHTTP2_CONTINUATION && ++conn->continuations_ > kMaxContinuations) {
+      conn->last_protocol_error_ = absl::StrCat(
+          "more than ", kMaxContinuations, " CONTINUATION frames in one header block");
+      return NGHTTP2_ERR_CALLBACK_FAILURE;
+    }
+    return 0;
   }
 
   static int OnBeginHeaders(nghttp2_session* s, const nghttp2_frame* frame, void*) {
@@ -347,8 +375,14 @@ struct Http2Connection::Callbacks {
   static int OnDataChunk(nghttp2_session* s, uint8_t, int32_t stream_id,
                          const uint8_t* data, size_t len, void* user_data) {
     Call* call = CallOf(s, stream_id);
-    if (call == nullptr || call->status_) return 0;
+    Http2Connection* conn = Conn(user_data);
+    if (call == nullptr || call->status_) {
+      conn->Credit(stream_id, len);  // nobody will read it
+      return 0;
+    }
     call->decoder_.Feed(std::string_view(reinterpret_cast<const char*>(data), len));
+    call->held_ += len;
+    call->CreditConsumed();  // all but complete messages the reader has not taken
     if (!call->decoder_.error().ok()) {
       const absl::Status& e = call->decoder_.error();
       // Over our own limit is not the server's fault; bad framing is.
@@ -376,7 +410,8 @@ struct Http2Connection::Callbacks {
         call->End(absl::CancelledError("stream cancelled by the server"));
       } else {
         call->End(absl::InternalError(absl::StrCat(
-            "stream reset by the server: ", nghttp2_http2_strerror(error_code))));
+            "stream reset: ", nghttp2_http2_strerror(error_code),
+            error_code == NGHTTP2_FLOW_CONTROL_ERROR ? " (the server sent past the window)" : "")));
       }
     }
     nghttp2_session_set_stream_user_data(s, stream_id, nullptr);
@@ -517,6 +552,7 @@ absl::Status Http2Connection::InitSession() {
   nghttp2_session_callbacks* cbs;
   nghttp2_session_callbacks_new(&cbs);
   nghttp2_session_callbacks_set_on_begin_headers_callback(cbs, Callbacks::OnBeginHeaders);
+  nghttp2_session_callbacks_set_on_begin_frame_callback(cbs, Callbacks::OnBeginFrame);
   nghttp2_session_callbacks_set_on_header_callback(cbs, Callbacks::OnHeader);
   nghttp2_session_callbacks_set_on_frame_recv_callback(cbs, Callbacks::OnFrameRecv);
   nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs, Callbacks::OnDataChunk);
@@ -526,6 +562,10 @@ absl::Status Http2Connection::InitSession() {
   nghttp2_option* opt;
   nghttp2_option_new(&opt);
   nghttp2_option_set_no_closed_streams(opt, 1);
+  // Flow control follows the reader: a stream's window reopens only as the
+  // application takes its messages (Call::CreditConsumed), so a server
+  // cannot make a slow reader buffer without bound.
+  nghttp2_option_set_no_auto_window_update(opt, 1);
   int rv = nghttp2_session_client_new2(&session_, cbs, this, opt);
   nghttp2_option_del(opt);
   nghttp2_session_callbacks_del(cbs);
@@ -639,9 +679,11 @@ absl::Status Http2Connection::Ingest(const uint8_t* data, size_t n) {
   }
   ssize_t rv = nghttp2_session_mem_recv(session_, data, n);
   if (rv < 0) {
-    return absl::UnavailableError(absl::StrCat("HTTP/2 protocol error from ",
-                                               address_.ToString(), ": ",
-                                               nghttp2_strerror(static_cast<int>(rv))));
+    return absl::UnavailableError(absl::StrCat(
+        "HTTP/2 protocol error from ", address_.ToString(), ": ",
+        rv == NGHTTP2_ERR_CALLBACK_FAILURE && !last_protocol_error_.empty()
+            ? last_protocol_error_
+            : std::string(nghttp2_strerror(static_cast<int>(rv)))));
   }
   if (!nghttp2_session_want_read(session_)) {
     // nghttp2 found a connection error and ended the session (its GOAWAY
@@ -908,9 +950,19 @@ void Http2Connection::ResetStream(Call* call, uint32_t error_code) {
   }
 }
 
+void Http2Connection::Credit(int32_t stream_id, size_t n) {
+  if (n == 0 || session_ == nullptr || !closed_.ok()) return;
+  nghttp2_session_consume_connection(session_, n);
+  if (stream_id > 0 && nghttp2_session_find_stream(session_, stream_id) != nullptr) {
+    nghttp2_session_consume_stream(session_, stream_id, n);
+  }
+  Flush();  // a WINDOW_UPDATE, once enough is consumed
+}
+
 void Http2Connection::ForgetCall(Call* call) {
   int32_t id = call->stream_id_ < 0 ? -call->stream_id_ : call->stream_id_;
   if (id == 0) return;
+  Credit(id, std::exchange(call->held_, 0));  // messages never read
   calls_.erase(id);
   if (session_ != nullptr && nghttp2_session_find_stream(session_, id) != nullptr) {
     nghttp2_session_set_stream_user_data(session_, id, nullptr);

@@ -136,6 +136,9 @@ class Call {
   Call(std::shared_ptr<Http2Connection> conn, uint32_t max_receive);
 
   Task<absl::Status> WaitForRoom(absl::Status queued);
+  // Gives the server back window for the bytes the reader no longer waits
+  // on: everything but complete messages not yet read.
+  void CreditConsumed();
   // First status wins; wakes everyone waiting.
   void End(absl::Status status);
   void Wake();
@@ -149,6 +152,7 @@ class Call {
   bool data_deferred_ = false;
   // Incoming.
   MessageDecoder decoder_;
+  size_t held_ = 0;  // received DATA bytes not yet credited back (flow control)
   bool headers_received_ = false;
   bool in_trailers_ = false;
   bool remote_closed_ = false;
@@ -248,6 +252,9 @@ class Http2Connection : public std::enable_shared_from_this<Http2Connection> {
   }
   void OnFrameReceived();
   void ForgetCall(Call* call);
+  // Consumes `n` received DATA bytes for flow control (connection, and the
+  // stream while it exists), so WINDOW_UPDATEs go out.
+  void Credit(int32_t stream_id, size_t n);
   void ResetStream(Call* call, uint32_t error_code);
   // Stops new calls after the server broke the gRPC protocol on a stream.
   void Distrust(const absl::Status& why);
@@ -264,6 +271,7 @@ class Http2Connection : public std::enable_shared_from_this<Http2Connection> {
   std::string last_protocol_error_;
   absl::Status local_goaway_;  // set when nghttp2 ended the session
   bool batch_has_headers_ = false;
+  int continuations_ = 0;  // CONTINUATION frames in the current header block
   std::string preface_;  // the server's first 9 bytes, checked for SETTINGS
   bool settings_received_ = false;
   ConnectionStats stats_;

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <fstream>
 #include <random>
 #include <memory>
 #include <string>
@@ -529,6 +530,41 @@ TEST_P(TransportTest, AttachFailsWhenTheServerLeftWhileParked) {
   EXPECT_THAT(moved.status().message(),
               ::testing::AnyOf(HasSubstr("GOAWAY while parked"), HasSubstr("closed by the server"),
                                HasSubstr("Connection reset")));
+}
+
+long RssKiB() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::atol(line.c_str() + 6);
+  }
+  return -1;
+}
+
+TEST_P(TransportTest, SlowReaderHoldsTheServerBack) {
+  // 2000 messages of 64 KiB (125 MiB) that the reader does not take for a
+  // while: flow control follows the reader, so at most the stream window
+  // (4 MiB) waits in the client, and then every message arrives.
+  ConnPtr c = Connect();
+  EchoRequest req;
+  req.set_count(2000);
+  req.set_response_size(64 << 10);
+  auto call = c->StartCall({.path = kServerStream});
+  ASSERT_TRUE(call.ok());
+  (void)(*call)->Enqueue(req.SerializeAsString());
+  (*call)->WritesDone();
+  long rss = RssKiB();
+  for (int i = 0; i < 30; ++i) loop_->RunOnce(milliseconds(10));
+#if !defined(__SANITIZE_ADDRESS__)
+  EXPECT_LT(RssKiB() - rss, 16 * 1024) << "KiB buffered for a reader that took nothing";
+#endif
+  auto read_all = [](Call* call) -> Task<int> {
+    int n = 0;
+    while (std::optional<std::string> m = co_await call->Read()) ++n;
+    co_return n;
+  };
+  EXPECT_EQ(Run(read_all(call->get())), 2000);
+  EXPECT_TRUE(Run((*call)->Finish()).ok());
 }
 
 TEST(TransportConnect, RefusedIsUnavailableWithTheCause) {

@@ -42,7 +42,7 @@ inline std::string Frame(uint8_t type, uint8_t flags, uint32_t stream,
 }
 
 constexpr uint8_t kData = 0, kHeaders = 1, kRst = 3, kSettings = 4, kPing = 6,
-                  kGoaway = 7, kWindowUpdate = 8;
+                  kGoaway = 7, kWindowUpdate = 8, kContinuation = 9;
 constexpr uint8_t kEndStream = 1, kAck = 1, kEndHeaders = 4;
 
 inline void HpackInt(std::string& out, uint32_t v, uint8_t prefix_bits, uint8_t first) {
