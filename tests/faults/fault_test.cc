@@ -26,126 +26,18 @@
 #include "client/channel/resolver.h"
 #include "client/transport/testing/raw_server.h"
 #include "tests/proto/echo_test.pb.h"
+#include "tests/faults/load.h"
 #include "tests/testing/server_process.h"
 
 namespace ringrpc {
 namespace {
 
+using testing::Load;
+using testing::OpenSockets;
+
 using std::chrono::milliseconds;
 using Clock = std::chrono::system_clock;
 using test::EchoRequest;
-
-constexpr char kUnary[] = "/ringrpc.test.TestService/Unary";
-
-int OpenSockets() {
-  int n = 0;
-  DIR* d = opendir("/proc/self/fd");
-  while (dirent* e = readdir(d)) {
-    char link[64] = {0};
-    std::string path = absl::StrCat("/proc/self/fd/", e->d_name);
-    if (readlink(path.c_str(), link, sizeof link - 1) > 0 && std::strncmp(link, "socket:", 7) == 0) {
-      ++n;
-    }
-  }
-  closedir(d);
-  return n;
-}
-
-// A closed loop of `concurrency` unary calls, each with `deadline`.
-class Load {
- public:
-  Load(Channel* channel, int concurrency, milliseconds deadline, int sleep_ms = 0)
-      : channel_(channel), concurrency_(concurrency), deadline_(deadline) {
-    EchoRequest req;
-    req.set_payload("load");
-    req.set_sleep_ms(sleep_ms);
-    request_ = req.SerializeAsString();
-  }
-  ~Load() { Stop(); }
-
-  void Start() {
-    outstanding_ = concurrency_;
-    for (int i = 0; i < concurrency_; ++i) Issue();
-  }
-
-  // No new calls; waits (at most 15 s) for the outstanding ones.
-  void Stop() {
-    stop_ = true;
-    for (int i = 0; i < 1500 && outstanding_.load() > 0; ++i) {
-      std::this_thread::sleep_for(milliseconds(10));
-    }
-  }
-
-  struct Report {
-    size_t issued = 0, ended_once = 0, ended_more = 0, not_ended = 0;
-    std::map<StatusCode, int> codes;
-    double worst_overrun_ms = 0;
-    int outstanding = 0;
-    std::string first_error;
-    int count(StatusCode c) const { return codes.count(c) ? codes.at(c) : 0; }
-  };
-  Report Summary() {
-    std::lock_guard<std::mutex> lock(mu_);
-    Report r = report_;
-    r.issued = calls_.size();
-    for (Call& c : calls_) {
-      int e = c.ends.load();
-      if (e == 1) ++r.ended_once;
-      if (e > 1) ++r.ended_more;
-      if (e == 0) ++r.not_ended;
-    }
-    r.outstanding = outstanding_.load();
-    return r;
-  }
-  size_t ok_count() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return report_.codes.count(StatusCode::OK) ? report_.codes[StatusCode::OK] : 0;
-  }
-
- private:
-  struct Call {
-    std::atomic<int> ends{0};
-    ClientContext ctx;
-    std::string reply;
-    Clock::time_point deadline;
-  };
-
-  void Issue() {
-    if (stop_) {
-      --outstanding_;
-      return;
-    }
-    Call* call;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      call = &calls_.emplace_back();
-    }
-    call->deadline = Clock::now() + deadline_;
-    call->ctx.set_deadline(call->deadline);
-    channel_->UnaryCallAsync(kUnary, &call->ctx, request_, &call->reply, [this, call](Status s) {
-      call->ends.fetch_add(1);
-      double over =
-          std::chrono::duration<double, std::milli>(Clock::now() - call->deadline).count();
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        ++report_.codes[s.error_code()];
-        if (over > report_.worst_overrun_ms) report_.worst_overrun_ms = over;
-        if (!s.ok() && report_.first_error.empty()) report_.first_error = s.ToString();
-      }
-      Issue();
-    });
-  }
-
-  Channel* channel_;
-  const int concurrency_;
-  const milliseconds deadline_;
-  std::string request_;
-  std::atomic<bool> stop_{false};
-  std::atomic<int> outstanding_{0};
-  std::mutex mu_;
-  std::deque<Call> calls_;  // stable addresses
-  Report report_;
-};
 
 // What every scenario checks at its end.
 void ExpectInvariants(Load& load, Channel& channel) {

@@ -1,0 +1,216 @@
+// soak: mixed calls with injected faults for a set time (not in CI; run by
+// tools/soak.sh). Two grpc++ test servers behind a round_robin channel;
+// a closed loop of unary calls (callback API) plus threads running server
+// streams (blocking API) and bidi ping-pongs (coroutines); every few
+// seconds a fault: a server killed and restarted on its port, a server
+// stopped for a second (keepalive notices), a generation bump. Prints a
+// line every `--report_s` seconds and a summary: calls, failures by code,
+// RSS and open sockets at start (after warm-up) and end. Exit status 1 if a
+// call was lost or ended twice, or RSS grew by more than 5% after warm-up.
+//
+//   tools/soak.sh 10          # minutes
+#include <signal.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "client/blocking_stream.h"
+#include "client/channel/resolver.h"
+#include "client/runtime/event_loop.h"
+#include "tests/faults/load.h"
+#include "tests/proto/echo_test.ringrpc.pb.h"
+#include "tests/testing/server_process.h"
+
+namespace {
+
+using namespace ringrpc;  // NOLINT
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+using Stub = ringrpc::test::ringrpc::TestService::Stub;
+
+long RssKiB() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::atol(line.c_str() + 6);
+  }
+  return -1;
+}
+
+struct Counters {
+  std::atomic<uint64_t> streams{0}, stream_failures{0}, bidi_rounds{0}, bidi_failures{0};
+};
+
+// Server streams of 20 messages, one after another, on a thread of its own.
+void StreamLoop(Stub* stub, std::atomic<bool>* stop, Counters* c) {
+  while (!stop->load()) {
+    ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + seconds(2));
+    test::EchoRequest req;
+    req.set_count(20);
+    req.set_response_size(512);
+    auto reader = stub->ServerStream(&ctx, req);
+    test::EchoResponse resp;
+    while (reader->Read(&resp)) {
+    }
+    (reader->Finish().ok() ? c->streams : c->stream_failures).fetch_add(1);
+  }
+}
+
+// Bidi ping-pong on a CQ thread: 50 rounds per stream.
+pool::Task<void> BidiLoop(Stub* stub, std::atomic<bool>* stop, Counters* c,
+                          std::atomic<int>* running) {
+  while (!stop->load()) {
+    ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + seconds(2));
+    Status open;
+    auto call = co_await stub->co_Bidi(&ctx, &open);
+    if (call == nullptr) {
+      c->bidi_failures.fetch_add(1);
+      co_await pool::SleepFor(*runtime::EventLoop::Current(), milliseconds(10));
+      continue;
+    }
+    test::EchoRequest req;
+    req.set_payload("ping");
+    test::EchoResponse resp;
+    for (int i = 0; i < 50 && !stop->load(); ++i) {
+      co_await call->Write(req);
+      if (!co_await call->Read(&resp)) break;
+      c->bidi_rounds.fetch_add(1);
+    }
+    call->WritesDone();
+    while (co_await call->Read(&resp)) {
+    }
+    if (!(co_await call->Finish()).ok()) c->bidi_failures.fetch_add(1);
+  }
+  running->fetch_sub(1);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  double minutes = 1;
+  int report_s = 30;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strncmp(argv[i], "--minutes=", 10) == 0) minutes = std::atof(argv[i] + 10);
+    if (std::strncmp(argv[i], "--report_s=", 11) == 0) report_s = std::atoi(argv[i] + 11);
+  }
+  std::vector<std::unique_ptr<testing::ServerProcess>> servers;
+  std::vector<int> ports;
+  for (int i = 0; i < 2; ++i) {
+    auto s = testing::ServerProcess::Start();
+    if (!s.ok()) {
+      std::fprintf(stderr, "soak: %s\n", s.status().ToString().c_str());
+      return 1;
+    }
+    ports.push_back((*s)->port());
+    servers.push_back(std::move(*s));
+  }
+  ChannelArguments args;
+  args.SetLoadBalancingPolicyName("round_robin");
+  args.SetInt("grpc.keepalive_time_ms", 500);
+  args.SetInt("grpc.keepalive_timeout_ms", 500);
+  args.SetInt("grpc.initial_reconnect_backoff_ms", 100);
+  args.SetInt("grpc.max_reconnect_backoff_ms", 500);
+  auto channel = CreateCustomChannel(
+      absl::StrCat("ipv4:127.0.0.1:", ports[0], ",127.0.0.1:", ports[1]),
+      InsecureChannelCredentials(), args);
+  auto stub = ringrpc::test::ringrpc::TestService::NewStub(channel);
+
+  std::atomic<bool> stop{false};
+  Counters counters;
+  testing::Load unary(channel.get(), 32, milliseconds(2000));
+  unary.ForgetEndedAfter(seconds(10));
+  unary.Start();
+  std::vector<std::thread> streamers;
+  for (int i = 0; i < 2; ++i) streamers.emplace_back(StreamLoop, stub.get(), &stop, &counters);
+  std::atomic<int> bidis{4};
+  for (int i = 0; i < 4; ++i) channel->Spawn(BidiLoop(stub.get(), &stop, &counters, &bidis));
+
+  std::mt19937 rng(42);
+  auto start = std::chrono::steady_clock::now();
+  auto end = start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                         std::chrono::duration<double>(minutes * 60));
+  auto warm = start + seconds(std::min(60, static_cast<int>(minutes * 60 / 4)));
+  long rss_warm = -1;
+  int sockets_warm = -1;
+  auto next_report = start + seconds(report_s);
+  auto next_fault = start + seconds(3);
+  uint64_t faults = 0;
+  while (std::chrono::steady_clock::now() < end) {
+    std::this_thread::sleep_for(milliseconds(100));
+    auto now = std::chrono::steady_clock::now();
+    if (rss_warm < 0 && now >= warm) {
+      rss_warm = RssKiB();
+      sockets_warm = testing::OpenSockets();
+    }
+    if (now >= next_fault) {
+      ++faults;
+      size_t victim = rng() % 2;
+      switch (rng() % 3) {
+        case 0: {  // killed, back on its port 300 ms later
+          servers[victim]->Kill();
+          std::this_thread::sleep_for(milliseconds(300));
+          auto s = testing::ServerProcess::Start(absl::StrCat("127.0.0.1:", ports[victim]));
+          if (s.ok()) servers[victim] = std::move(*s);
+          break;
+        }
+        case 1:  // a black hole for a second
+          servers[victim]->Signal(SIGSTOP);
+          std::this_thread::sleep_for(seconds(1));
+          servers[victim]->Signal(SIGCONT);
+          break;
+        default:
+          channel->Invalidate();
+      }
+      next_fault = now + seconds(2 + rng() % 4);
+    }
+    if (now >= next_report) {
+      testing::Load::Report r = unary.Summary();
+      std::printf("t=%4llds unary=%zu ok=%d unavailable=%d deadline=%d streams=%llu/%llu "
+                  "bidi=%llu/%llu faults=%llu rss=%ldKiB sockets=%d\n",
+                  (long long)std::chrono::duration_cast<seconds>(now - start).count(), r.issued,
+                  r.count(StatusCode::OK), r.count(StatusCode::UNAVAILABLE),
+                  r.count(StatusCode::DEADLINE_EXCEEDED),
+                  (unsigned long long)counters.streams.load(),
+                  (unsigned long long)counters.stream_failures.load(),
+                  (unsigned long long)counters.bidi_rounds.load(),
+                  (unsigned long long)counters.bidi_failures.load(), (unsigned long long)faults,
+                  RssKiB(), testing::OpenSockets());
+      std::fflush(stdout);
+      next_report = now + seconds(report_s);
+    }
+  }
+  for (auto& s : servers) s->Signal(SIGCONT);
+  long rss_end = RssKiB();
+  int sockets_end = testing::OpenSockets();
+  stop = true;
+  unary.Stop();
+  for (auto& t : streamers) t.join();
+  for (int i = 0; i < 500 && bidis.load() > 0; ++i) std::this_thread::sleep_for(milliseconds(10));
+  testing::Load::Report r = unary.Summary();
+  double growth = rss_warm > 0 ? 100.0 * (rss_end - rss_warm) / rss_warm : 0;
+  std::printf("\nsoak: %.1f min, %llu faults injected\n", minutes, (unsigned long long)faults);
+  std::printf("unary calls: %zu issued, %zu ended once, %zu ended twice, %zu never ended\n",
+              r.issued, r.ended_once, r.ended_more, r.not_ended);
+  for (auto [code, n] : r.codes) std::printf("  %-20s %d\n", StatusCodeName(code), n);
+  std::printf("server streams: %llu ok, %llu failed; bidi rounds: %llu, streams failed: %llu\n",
+              (unsigned long long)counters.streams.load(),
+              (unsigned long long)counters.stream_failures.load(),
+              (unsigned long long)counters.bidi_rounds.load(),
+              (unsigned long long)counters.bidi_failures.load());
+  std::printf("RSS after warm-up %ld KiB, at the end %ld KiB (%+.1f%%); sockets %d -> %d\n",
+              rss_warm, rss_end, growth, sockets_warm, sockets_end);
+  pool::PoolMetrics m = channel->Metrics();
+  std::printf("pool: %s (conserved: %s)\n", m.ToString().c_str(), m.Conserved() ? "yes" : "NO");
+  bool ok = r.ended_more == 0 && r.not_ended == 0 && growth < 5.0 && m.Conserved();
+  std::printf("%s\n", ok ? "soak passed" : "SOAK FAILED");
+  stub.reset();
+  channel.reset();
+  return ok ? 0 : 1;
+}
