@@ -493,6 +493,49 @@ class InsecureCredentials final : public ChannelCredentials {
   bool secure() const override { return false; }
 };
 
+class SslChannelCredentials final : public ChannelCredentials {
+ public:
+  explicit SslChannelCredentials(SslCredentialsOptions o) : options_(std::move(o)) {}
+  bool secure() const override { return true; }
+  const SslCredentialsOptions* ssl_options() const override { return &options_; }
+
+ private:
+  SslCredentialsOptions options_;
+};
+
+// The host part of an authority: "h:443" -> "h", "[::1]:443" -> "::1".
+std::string AuthorityHost(const std::string& authority) {
+  if (!authority.empty() && authority[0] == '[') {
+    size_t close = authority.find(']');
+    return authority.substr(1, close == std::string::npos ? std::string::npos : close - 1);
+  }
+  size_t colon = authority.rfind(':');
+  return colon == std::string::npos ? authority : authority.substr(0, colon);
+}
+
+// Makes the channel's connections TLS: one SSL_CTX for all of them.
+absl::Status ApplyCredentials(const ChannelCredentials* creds, channel::ChannelConfig& config) {
+  if (creds == nullptr) {
+    return absl::InvalidArgumentError("channel credentials are null");
+  }
+  const SslCredentialsOptions* ssl = creds->ssl_options();
+  if (!creds->secure()) return absl::OkStatus();
+  if (ssl == nullptr) {
+    return absl::UnimplementedError("secure credentials other than SslCredentials()");
+  }
+  std::string name = config.ssl_target_name_override.value_or(
+      AuthorityHost(config.connection.authority));
+  absl::StatusOr<std::shared_ptr<const transport::TlsConfig>> tls = transport::MakeTlsConfig(
+      {.root_certs = ssl->pem_root_certs,
+       .private_key = ssl->pem_private_key,
+       .cert_chain = ssl->pem_cert_chain},
+      std::move(name));
+  if (!tls.ok()) return tls.status();
+  config.connection.tls = *tls;
+  config.connection.scheme = "https";
+  return absl::OkStatus();
+}
+
 pool::Task<void> RunUnary(Channel* channel, std::string method, ClientContext* ctx,
                           std::string request, std::string* response,
                           std::function<void(Status)> done) {
@@ -504,6 +547,10 @@ pool::Task<void> RunUnary(Channel* channel, std::string method, ClientContext* c
 
 std::shared_ptr<ChannelCredentials> InsecureChannelCredentials() {
   return std::make_shared<InsecureCredentials>();
+}
+
+std::shared_ptr<ChannelCredentials> SslCredentials(const SslCredentialsOptions& options) {
+  return std::make_shared<SslChannelCredentials>(options);
 }
 
 Channel::Channel(std::shared_ptr<channel::ChannelState> state) : state_(std::move(state)) {}
@@ -810,11 +857,6 @@ std::shared_ptr<Channel> CreateCustomChannel(const std::string& target,
   std::shared_ptr<channel::ChannelState> state = NewState(args);
   std::shared_ptr<Channel> channel(new Channel(state));
   if (!state->config_error.ok()) return channel;
-  if (creds == nullptr || creds->secure()) {
-    state->config_error = absl::UnimplementedError(
-        "only InsecureChannelCredentials() are supported so far (TLS is not built yet)");
-    return channel;
-  }
   absl::StatusOr<channel::Target> t = channel::ParseTarget(target);
   if (!t.ok()) {
     state->config_error = t.status();
@@ -822,6 +864,10 @@ std::shared_ptr<Channel> CreateCustomChannel(const std::string& target,
   }
   if (!args.values().count("grpc.default_authority")) {
     state->config.connection.authority = t->authority;
+  }
+  if (absl::Status s = ApplyCredentials(creds.get(), state->config); !s.ok()) {
+    state->config_error = s;
+    return channel;
   }
   std::shared_ptr<channel::Resolver> resolver;
   if (t->kind == channel::Target::Kind::kStatic) {

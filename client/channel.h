@@ -35,12 +35,26 @@ class Resolver;
 struct ChannelState;
 }  // namespace channel
 
+// As in grpc++: PEM strings. Empty roots: the system's trust store; a key
+// and chain together: a client certificate (mutual TLS).
+struct SslCredentialsOptions {
+  std::string pem_root_certs;
+  std::string pem_private_key;
+  std::string pem_cert_chain;
+};
+
 class ChannelCredentials {
  public:
   virtual ~ChannelCredentials() = default;
   virtual bool secure() const = 0;
+  // Set for SslCredentials.
+  virtual const SslCredentialsOptions* ssl_options() const { return nullptr; }
 };
 std::shared_ptr<ChannelCredentials> InsecureChannelCredentials();
+// TLS over OpenSSL: ALPN h2, SNI and certificate check against the
+// authority's host (or grpc.ssl_target_name_override). Bad PEM makes every
+// call fail INVALID_ARGUMENT naming the field.
+std::shared_ptr<ChannelCredentials> SslCredentials(const SslCredentialsOptions& options);
 
 enum class ConnectivityState { IDLE, CONNECTING, READY, TRANSIENT_FAILURE, SHUTDOWN };
 

@@ -152,6 +152,14 @@ absl::StatusOr<ChannelConfig> ParseChannelArguments(const ChannelArguments& args
   });
   r.String("grpc.service_config",
            [&](const std::string& v) { return ApplyServiceConfig(v, c); });
+  r.String("grpc.ssl_target_name_override", [&](const std::string& v) -> absl::Status {
+    if (v.empty()) {
+      return absl::InvalidArgumentError(
+          "channel argument grpc.ssl_target_name_override must not be empty");
+    }
+    c.ssl_target_name_override = v;
+    return absl::OkStatus();
+  });
   r.String("grpc.default_authority", [&](const std::string& v) -> absl::Status {
     conn.authority = v;
     return absl::OkStatus();

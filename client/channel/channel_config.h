@@ -32,6 +32,9 @@ struct BackoffConfig {
 
 struct ChannelConfig {
   transport::ConnectionOptions connection;
+  // grpc.ssl_target_name_override: the name TLS checks instead of the
+  // authority's host.
+  std::optional<std::string> ssl_target_name_override;
   BackoffConfig backoff;
   LbPolicy lb_policy = LbPolicy::kPickFirst;
   Duration dns_min_time_between_resolutions = std::chrono::seconds(30);

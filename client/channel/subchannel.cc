@@ -180,6 +180,7 @@ SharingKey SharingKey::Of(const std::string& address, const ChannelConfig& c, co
   k.reservoir_capacity = c.reservoir_capacity;
   k.max_park_time = c.pool.max_park_time;
   k.reap_interval = c.pool.reap_interval;
+  k.tls = c.connection.tls.get();
   k.cq = cq;
   return k;
 }

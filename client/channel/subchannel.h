@@ -132,6 +132,7 @@ struct SharingKey {
   std::optional<Duration> idle_timeout, max_lifetime;
   size_t reservoir_capacity = 0;
   Duration max_park_time{}, reap_interval{};
+  const void* tls = nullptr;  // the channel's TLS config (its SSL_CTX and name)
   const void* cq = nullptr;  // the CQ thread set the shards live on
   bool operator==(const SharingKey&) const = default;
 

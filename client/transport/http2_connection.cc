@@ -617,9 +617,25 @@ Task<absl::StatusOr<std::shared_ptr<Http2Connection>>> Http2Connection::Connect(
                             Ms(options.connect_timeout))
              : absl::StrCat("connect to ", where, ": ", std::strerror(-*res)));
   }
+  std::unique_ptr<TlsSession> tls;
+  if (options.tls) {
+    absl::StatusOr<std::unique_ptr<TlsSession>> session = TlsSession::New(*options.tls);
+    if (!session.ok()) co_return session.status();
+    Duration left = options.connect_timeout - (loop.Now() - start);
+    std::optional<absl::Status> shaken = co_await runtime::WithTimeout<absl::Status>(
+        loop, TlsHandshake(loop, fd, session->get(), where),
+        std::max(left, Duration(std::chrono::milliseconds(1))));
+    if (!shaken) {
+      co_return absl::UnavailableError(absl::StrCat("TLS handshake with ", where,
+                                                    " timed out after ",
+                                                    Ms(options.connect_timeout)));
+    }
+    if (!shaken->ok()) co_return *shaken;
+    tls = std::move(*session);
+  }
   guard.fd = -1;  // Adopt owns it from here, even when it fails
   absl::StatusOr<std::shared_ptr<Http2Connection>> adopted =
-      Adopt(loop, fd, address, std::move(options));
+      Adopt(loop, fd, address, std::move(options), std::move(tls));
   if (!adopted.ok()) co_return adopted.status();
   std::shared_ptr<Http2Connection> conn = std::move(*adopted);
 
@@ -646,10 +662,47 @@ Task<absl::StatusOr<std::shared_ptr<Http2Connection>>> Http2Connection::Connect(
   co_return conn;
 }
 
+Task<absl::Status> Http2Connection::TlsHandshake(EventLoop& loop, int fd, TlsSession* tls,
+                                                 std::string where) {
+  std::vector<uint8_t> in(16 << 10), out;
+  for (;;) {
+    absl::StatusOr<bool> done = tls->Handshake();
+    out.clear();
+    tls->TakeCiphertext(&out);  // a ClientHello, a Finished, or an alert
+    for (size_t off = 0; off < out.size();) {
+      runtime::IoResult r = co_await loop.Send(fd, std::move(out), off);
+      out = std::move(r.buf);
+      if (r.res < 0) {
+        co_return absl::UnavailableError(
+            absl::StrCat("TLS handshake with ", where, ": send: ", std::strerror(-r.res)));
+      }
+      off += r.res;
+    }
+    if (!done.ok()) {
+      co_return absl::UnavailableError(absl::StrCat(done.status().message(), " (", where, ")"));
+    }
+    if (*done) break;
+    runtime::IoResult r = co_await loop.Recv(fd, std::move(in));
+    in = std::move(r.buf);
+    if (r.res <= 0) {
+      co_return absl::UnavailableError(absl::StrCat(
+          "TLS handshake with ", where, ": the connection closed (is it a TLS server?)"));
+    }
+    tls->FeedCiphertext(in.data(), r.res);
+  }
+  if (tls->alpn() != "h2") {
+    co_return absl::UnavailableError(absl::StrCat(
+        "TLS server ", where, " did not choose HTTP/2 by ALPN (it chose \"", tls->alpn(), "\")"));
+  }
+  co_return absl::OkStatus();
+}
+
 absl::StatusOr<std::shared_ptr<Http2Connection>> Http2Connection::Adopt(
-    EventLoop& loop, int fd, Address address, ConnectionOptions options) {
+    EventLoop& loop, int fd, Address address, ConnectionOptions options,
+    std::unique_ptr<TlsSession> tls) {
   std::shared_ptr<Http2Connection> conn(
       new Http2Connection(loop, address, std::move(options), fd));
+  conn->tls_ = std::move(tls);
   if (absl::Status s = conn->InitSession(); !s.ok()) return s;
   conn->Start();
   return conn;
@@ -726,7 +779,20 @@ Task<void> Http2Connection::ReadLoop() {
       Close(RecvError(r.res));
       co_return;
     }
-    if (absl::Status s = Ingest(buf.data(), r.res); !s.ok()) {
+    if (tls_ != nullptr) {
+      tls_->FeedCiphertext(buf.data(), r.res);
+      plain_.clear();
+      bool closed = false;
+      absl::Status s = tls_->ReadPlaintext(&plain_, &closed);
+      if (s.ok() && !plain_.empty()) {
+        s = Ingest(reinterpret_cast<const uint8_t*>(plain_.data()), plain_.size());
+      }
+      if (s.ok() && closed) s = RecvError(0);
+      if (!s.ok()) {
+        Close(std::move(s));
+        co_return;
+      }
+    } else if (absl::Status s = Ingest(buf.data(), r.res); !s.ok()) {
       Close(std::move(s));
       co_return;
     }
@@ -735,13 +801,15 @@ Task<void> Http2Connection::ReadLoop() {
 }
 
 bool Http2Connection::Quiescent() const {
-  return polling_ && !writing_ && calls_.empty() && closed_.ok() && !draining_ &&
+  // A TLS connection is never parked: its session state stays on its thread.
+  return tls_ == nullptr && polling_ && !writing_ && calls_.empty() && closed_.ok() && !draining_ &&
          !nghttp2_session_want_write(session_) && !(keepalive_ && keepalive_->watching());
 }
 
 bool Http2Connection::TryQuiesce() {
   if (Quiescent()) return true;
-  if (calls_.empty() && closed_.ok() && !draining_ && !quiesce_ && recv_op_ != nullptr) {
+  if (tls_ == nullptr && calls_.empty() && closed_.ok() && !draining_ && !quiesce_ &&
+      recv_op_ != nullptr) {
     quiesce_ = true;
     loop_->Interrupt(recv_op_);
   }
@@ -829,6 +897,14 @@ Task<void> Http2Connection::WriteLoop() {
       }
       if (n == 0) break;
       out.insert(out.end(), data, data + n);
+    }
+    if (tls_ != nullptr && closed_.ok()) {
+      if (absl::Status st = tls_->WritePlaintext(out.data(), out.size()); !st.ok()) {
+        Close(std::move(st));
+        continue;
+      }
+      out.clear();
+      tls_->TakeCiphertext(&out);  // also what reading produced (key updates)
     }
     size_t off = 0;
     while (off < out.size() && closed_.ok()) {

@@ -35,6 +35,7 @@
 #include "client/runtime/loop_event.h"
 #include "client/transport/address.h"
 #include "client/transport/grpc_wire.h"
+#include "client/transport/tls.h"
 
 struct nghttp2_session;
 
@@ -62,6 +63,8 @@ struct ConnectionOptions {
   Duration keepalive_timeout = std::chrono::seconds(20);
   bool keepalive_permit_without_calls = false;
   int max_pings_without_data = 2;  // 0: no limit
+  // Set: TLS (handshake after the TCP connect, ALPN h2 required).
+  std::shared_ptr<const TlsConfig> tls;
 };
 
 struct ConnectionStats {
@@ -185,8 +188,10 @@ class Http2Connection : public std::enable_shared_from_this<Http2Connection> {
 
   // Runs the connection over `fd`, an already connected non-blocking
   // socket (tests, fuzzing, and later TLS). Does not wait for SETTINGS.
+  // `tls`: a session whose handshake is done (its socket is `fd`).
   static absl::StatusOr<std::shared_ptr<Http2Connection>> Adopt(
-      EventLoop& loop, int fd, Address address, ConnectionOptions options);
+      EventLoop& loop, int fd, Address address, ConnectionOptions options,
+      std::unique_ptr<TlsSession> tls = nullptr);
 
   ~Http2Connection();
   Http2Connection(const Http2Connection&) = delete;
@@ -243,6 +248,8 @@ class Http2Connection : public std::enable_shared_from_this<Http2Connection> {
   // Feeds bytes from the server to nghttp2; not OK: close with it.
   absl::Status Ingest(const uint8_t* data, size_t n);
   absl::Status RecvError(int res) const;
+  static Task<absl::Status> TlsHandshake(EventLoop& loop, int fd, TlsSession* tls,
+                                         std::string where);
   Task<void> ReadLoop();
   Task<void> WriteLoop();
   void Flush() {
@@ -264,6 +271,8 @@ class Http2Connection : public std::enable_shared_from_this<Http2Connection> {
   ConnectionOptions options_;
   int fd_;
   nghttp2_session* session_ = nullptr;
+  std::unique_ptr<TlsSession> tls_;  // null: plaintext
+  std::string plain_;                // decrypted bytes, reused
   std::unordered_map<int32_t, Call*> calls_;
   absl::Status closed_;
   bool draining_ = false;

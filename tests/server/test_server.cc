@@ -12,6 +12,8 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <thread>
 
@@ -137,8 +139,25 @@ class Service final : public ringrpc::test::TestService::Service {
 
 int main(int argc, char** argv) {
   std::string listen = "127.0.0.1:0";
+  std::string tls_cert, tls_key, tls_client_ca;  // files (PEM)
   for (int i = 1; i < argc; ++i) {
     if (std::strncmp(argv[i], "--listen=", 9) == 0) listen = argv[i] + 9;
+    if (std::strncmp(argv[i], "--tls_cert=", 11) == 0) tls_cert = argv[i] + 11;
+    if (std::strncmp(argv[i], "--tls_key=", 10) == 0) tls_key = argv[i] + 10;
+    if (std::strncmp(argv[i], "--tls_client_ca=", 16) == 0) tls_client_ca = argv[i] + 16;
+  }
+  auto slurp = [](const std::string& path) {
+    std::ifstream f(path);
+    return std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+  };
+  std::shared_ptr<grpc::ServerCredentials> creds = grpc::InsecureServerCredentials();
+  if (!tls_cert.empty()) {  // TLS; with a client CA, client certificates required
+    grpc::SslServerCredentialsOptions o(
+        tls_client_ca.empty() ? GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE
+                              : GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
+    o.pem_key_cert_pairs.push_back({slurp(tls_key), slurp(tls_cert)});
+    if (!tls_client_ca.empty()) o.pem_root_certs = slurp(tls_client_ca);
+    creds = grpc::SslServerCredentials(o);
   }
   // SIGTERM is taken by a thread below, not by default action.
   sigset_t set;
@@ -149,7 +168,7 @@ int main(int argc, char** argv) {
   Service service;
   grpc::ServerBuilder builder;
   int port = 0;
-  builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &port);
+  builder.AddListeningPort(listen, creds, &port);
   builder.SetMaxReceiveMessageSize(64 << 20);
   builder.SetMaxSendMessageSize(64 << 20);
   builder.RegisterService(&service);
