@@ -105,8 +105,9 @@ class ClientReadReactor : public ClientReactorBase {
   void StartRead(Response* response) { StartReadBytes(response); }
 };
 
+// The write side, shared by the client-streaming and bidi reactors.
 template <typename Request>
-class ClientWriteReactor : public ClientReactorBase {
+class ClientWriteOps : public ClientReactorBase {
  public:
   void StartWrite(const Request* request) { StartWrite(request, WriteOptions()); }
   void StartWrite(const Request* request, WriteOptions options) {
@@ -118,18 +119,13 @@ class ClientWriteReactor : public ClientReactorBase {
   void StartWritesDone() { StartWritesDoneOp(); }
 };
 
+template <typename Request>
+class ClientWriteReactor : public ClientWriteOps<Request> {};
+
 template <typename Request, typename Response>
-class ClientBidiReactor : public ClientReactorBase {
+class ClientBidiReactor : public ClientWriteOps<Request> {
  public:
-  void StartRead(Response* response) { StartReadBytes(response); }
-  void StartWrite(const Request* request) { StartWrite(request, WriteOptions()); }
-  void StartWrite(const Request* request, WriteOptions options) {
-    StartWriteBytes(request->SerializeAsString(), options.is_last_message());
-  }
-  void StartWriteLast(const Request* request, WriteOptions options) {
-    StartWrite(request, options.set_last_message());
-  }
-  void StartWritesDone() { StartWritesDoneOp(); }
+  void StartRead(Response* response) { this->StartReadBytes(response); }
 };
 
 }  // namespace ringrpc

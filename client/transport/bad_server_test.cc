@@ -15,6 +15,7 @@
 #include "client/runtime/testing/run_to_completion.h"
 #include "client/transport/http2_connection.h"
 #include "client/transport/testing/raw_server.h"
+#include "tests/testing/process_stats.h"
 
 namespace ringrpc::transport {
 namespace {
@@ -282,16 +283,6 @@ TEST_F(BadServerTest, GoawayWhileParkedMeansTheConnectionIsDestroyedNotUsed) {
 
 // ---- hostile servers: each gets a bounded answer --------------------------------
 
-// Resident memory of this process, in KiB.
-long RssKiB() {
-  std::ifstream status("/proc/self/status");
-  std::string line;
-  while (std::getline(status, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) return std::atol(line.c_str() + 6);
-  }
-  return -1;
-}
-
 // Under ASAN freed memory sits in quarantine, so RSS says little there.
 #if defined(__SANITIZE_ADDRESS__)
 constexpr bool kRssMeaningful = false;
@@ -306,14 +297,14 @@ TEST_F(BadServerTest, ContinuationFloodIsCutOffAndRetiresTheConnection) {
   for (int i = 0; i < 20000; ++i) flood += Frame(kContinuation, 0, 1, junk);  // 20 MB
   RawServer server(flood);
   auto conn = Adopt(server);
-  long rss = RssKiB();
+  long rss = ::ringrpc::testing::RssKiB();
   auto start = pool::Clock::now();
   Outcome o = Run(OneCall(conn));
   EXPECT_EQ(o.status.code(), absl::StatusCode::kUnavailable) << o.status;
   EXPECT_THAT(std::string(o.status.message()), HasSubstr("CONTINUATION"));
   EXPECT_FALSE(conn->accepting_streams());
   EXPECT_LT(pool::Clock::now() - start, std::chrono::seconds(2));
-  if (kRssMeaningful) EXPECT_LT(RssKiB() - rss, 8 * 1024) << "KiB grown";
+  if (kRssMeaningful) EXPECT_LT(::ringrpc::testing::RssKiB() - rss, 8 * 1024) << "KiB grown";
 }
 
 TEST_F(BadServerTest, SettingsFloodEndsBoundedly) {
@@ -321,13 +312,13 @@ TEST_F(BadServerTest, SettingsFloodEndsBoundedly) {
   for (int i = 0; i < 200000; ++i) flood += Frame(kSettings, 0, 0, "");  // each wants an ACK
   RawServer server(flood);
   auto conn = Adopt(server);
-  long rss = RssKiB();
+  long rss = ::ringrpc::testing::RssKiB();
   auto start = pool::Clock::now();
   Outcome o = Run(OneCall(conn));
   // nghttp2 caps queued ACKs and ends the session as flooded; never a hang.
   EXPECT_EQ(o.status.code(), absl::StatusCode::kUnavailable) << o.status;
   EXPECT_LT(pool::Clock::now() - start, std::chrono::seconds(5));
-  if (kRssMeaningful) EXPECT_LT(RssKiB() - rss, 16 * 1024) << "KiB grown";
+  if (kRssMeaningful) EXPECT_LT(::ringrpc::testing::RssKiB() - rss, 16 * 1024) << "KiB grown";
 }
 
 TEST_F(BadServerTest, WindowUpdateOverflowIsAConnectionError) {
@@ -348,7 +339,7 @@ TEST_F(BadServerTest, AServerIgnoringFlowControlHasItsStreamReset) {
   for (int i = 0; i < 4096; ++i) endless += chunk;
   RawServer server(endless);
   auto conn = Adopt(server);
-  long rss = RssKiB();
+  long rss = ::ringrpc::testing::RssKiB();
   auto call = conn->StartCall({.path = "/x.Y/Z"});
   ASSERT_TRUE(call.ok());
   (void)(*call)->Enqueue("request");
@@ -356,7 +347,7 @@ TEST_F(BadServerTest, AServerIgnoringFlowControlHasItsStreamReset) {
   absl::Status s = Run((*call)->Finish());
   EXPECT_EQ(s.code(), absl::StatusCode::kInternal) << s;
   EXPECT_THAT(std::string(s.message()), HasSubstr("FLOW_CONTROL_ERROR"));
-  if (kRssMeaningful) EXPECT_LT(RssKiB() - rss, 12 * 1024) << "KiB buffered";
+  if (kRssMeaningful) EXPECT_LT(::ringrpc::testing::RssKiB() - rss, 12 * 1024) << "KiB buffered";
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include <string>
 
 #include "tests/proto/echo_test.pb.h"
+#include "tests/testing/process_stats.h"
 #include "tests/testing/server_process.h"
 
 namespace ringrpc::transport {
@@ -532,15 +533,6 @@ TEST_P(TransportTest, AttachFailsWhenTheServerLeftWhileParked) {
                                HasSubstr("Connection reset")));
 }
 
-long RssKiB() {
-  std::ifstream status("/proc/self/status");
-  std::string line;
-  while (std::getline(status, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) return std::atol(line.c_str() + 6);
-  }
-  return -1;
-}
-
 TEST_P(TransportTest, SlowReaderHoldsTheServerBack) {
   // 2000 messages of 64 KiB (125 MiB) that the reader does not take for a
   // while: flow control follows the reader, so at most the stream window
@@ -553,10 +545,10 @@ TEST_P(TransportTest, SlowReaderHoldsTheServerBack) {
   ASSERT_TRUE(call.ok());
   (void)(*call)->Enqueue(req.SerializeAsString());
   (*call)->WritesDone();
-  long rss = RssKiB();
+  long rss = ::ringrpc::testing::RssKiB();
   for (int i = 0; i < 30; ++i) loop_->RunOnce(milliseconds(10));
 #if !defined(__SANITIZE_ADDRESS__)
-  EXPECT_LT(RssKiB() - rss, 16 * 1024) << "KiB buffered for a reader that took nothing";
+  EXPECT_LT(::ringrpc::testing::RssKiB() - rss, 16 * 1024) << "KiB buffered for a reader that took nothing";
 #endif
   auto read_all = [](Call* call) -> Task<int> {
     int n = 0;

@@ -20,26 +20,13 @@
 #include "absl/strings/str_cat.h"
 #include "client/channel.h"
 #include "tests/proto/echo_test.pb.h"
+#include "tests/testing/process_stats.h"
 
 namespace ringrpc::testing {
 
 using std::chrono::milliseconds;
 
 inline constexpr char kLoadUnary[] = "/ringrpc.test.TestService/Unary";
-
-inline int OpenSockets() {
-  int n = 0;
-  DIR* d = opendir("/proc/self/fd");
-  while (dirent* e = readdir(d)) {
-    char link[64] = {0};
-    std::string path = absl::StrCat("/proc/self/fd/", e->d_name);
-    if (readlink(path.c_str(), link, sizeof link - 1) > 0 && std::strncmp(link, "socket:", 7) == 0) {
-      ++n;
-    }
-  }
-  closedir(d);
-  return n;
-}
 
 // A closed loop of `concurrency` unary calls, each with `deadline`.
 class Load {

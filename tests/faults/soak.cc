@@ -24,6 +24,7 @@
 #include "client/runtime/event_loop.h"
 #include "tests/faults/load.h"
 #include "tests/proto/echo_test.ringrpc.pb.h"
+#include "tests/testing/process_stats.h"
 #include "tests/testing/server_process.h"
 
 namespace {
@@ -32,15 +33,6 @@ using namespace ringrpc;  // NOLINT
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 using Stub = ringrpc::test::ringrpc::TestService::Stub;
-
-long RssKiB() {
-  std::ifstream status("/proc/self/status");
-  std::string line;
-  while (std::getline(status, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) return std::atol(line.c_str() + 6);
-  }
-  return -1;
-}
 
 struct Counters {
   std::atomic<uint64_t> streams{0}, stream_failures{0}, bidi_rounds{0}, bidi_failures{0};
@@ -146,7 +138,7 @@ int main(int argc, char** argv) {
     std::this_thread::sleep_for(milliseconds(100));
     auto now = std::chrono::steady_clock::now();
     if (rss_warm < 0 && now >= warm) {
-      rss_warm = RssKiB();
+      rss_warm = testing::RssKiB();
       sockets_warm = testing::OpenSockets();
     }
     if (now >= next_fault) {
@@ -181,13 +173,13 @@ int main(int argc, char** argv) {
                   (unsigned long long)counters.stream_failures.load(),
                   (unsigned long long)counters.bidi_rounds.load(),
                   (unsigned long long)counters.bidi_failures.load(), (unsigned long long)faults,
-                  RssKiB(), testing::OpenSockets());
+                  testing::RssKiB(), testing::OpenSockets());
       std::fflush(stdout);
       next_report = now + seconds(report_s);
     }
   }
   for (auto& s : servers) s->Signal(SIGCONT);
-  long rss_end = RssKiB();
+  long rss_end = testing::RssKiB();
   int sockets_end = testing::OpenSockets();
   stop = true;
   unary.Stop();

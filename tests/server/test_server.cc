@@ -146,6 +146,14 @@ int main(int argc, char** argv) {
     if (std::strncmp(argv[i], "--tls_key=", 10) == 0) tls_key = argv[i] + 10;
     if (std::strncmp(argv[i], "--tls_client_ca=", 16) == 0) tls_client_ca = argv[i] + 16;
   }
+  // SIGTERM is taken by a thread below, not by default action.
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+
+  // Only now: making credentials starts grpc's threads, which must inherit
+  // the mask (else a SIGTERM to one of them kills the process at once).
   auto slurp = [](const std::string& path) {
     std::ifstream f(path);
     return std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
@@ -159,12 +167,6 @@ int main(int argc, char** argv) {
     if (!tls_client_ca.empty()) o.pem_root_certs = slurp(tls_client_ca);
     creds = grpc::SslServerCredentials(o);
   }
-  // SIGTERM is taken by a thread below, not by default action.
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &set, nullptr);
-
   Service service;
   grpc::ServerBuilder builder;
   int port = 0;

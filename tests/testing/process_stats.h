@@ -1,0 +1,43 @@
+// tests/testing/process_stats.h — what tests read about their own process:
+// resident memory and open sockets (from /proc/self). Test-only.
+#ifndef RINGRPC_TESTS_TESTING_PROCESS_STATS_H_
+#define RINGRPC_TESTS_TESTING_PROCESS_STATS_H_
+
+#include <dirent.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <string>
+
+namespace ringrpc::testing {
+
+// VmRSS in KiB (-1 if unreadable).
+inline long RssKiB() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::atol(line.c_str() + 6);
+  }
+  return -1;
+}
+
+// File descriptors of this process that are sockets.
+inline int OpenSockets() {
+  int n = 0;
+  DIR* d = opendir("/proc/self/fd");
+  while (dirent* e = readdir(d)) {
+    char link[64] = {0};
+    std::string path = std::string("/proc/self/fd/") + e->d_name;
+    if (readlink(path.c_str(), link, sizeof link - 1) > 0 && std::strncmp(link, "socket:", 7) == 0) {
+      ++n;
+    }
+  }
+  closedir(d);
+  return n;
+}
+
+}  // namespace ringrpc::testing
+
+#endif  // RINGRPC_TESTS_TESTING_PROCESS_STATS_H_
