@@ -147,6 +147,26 @@ TEST(Faults, GoawayWithALowLastStreamIdWhileManyStreamsAreOpen) {
   ExpectSocketsBackTo(sockets);
 }
 
+TEST(Faults, ConnectionsResetByThePeerEndCallsUnavailableNamingIt) {
+  using namespace transport::testing;  // NOLINT: frame builders
+  // Every connection: SETTINGS, then an RST 100 ms later, calls in flight.
+  RawServer server(ServerSettings(), "", 100, /*reset=*/true);
+  const int sockets = OpenSockets();
+  {
+    auto channel = CreateChannel(server.address(), InsecureChannelCredentials());
+    Load load(channel.get(), 8, milliseconds(1000));
+    load.Start();
+    std::this_thread::sleep_for(milliseconds(800));
+    ExpectInvariants(load, *channel);
+    Load::Report r = load.Summary();
+    EXPECT_GT(r.count(StatusCode::UNAVAILABLE), 0);
+    EXPECT_THAT(r.first_error, ::testing::HasSubstr("reset by peer")) << r.first_error;
+    EXPECT_EQ(r.count(StatusCode::UNAVAILABLE) + r.count(StatusCode::DEADLINE_EXCEEDED),
+              static_cast<int>(r.issued));
+  }
+  ExpectSocketsBackTo(sockets);
+}
+
 TEST(Faults, InvalidateStormsAndResolverFlappingUnderLoadLoseNoCall) {
   auto a = Server();
   auto b = Server();

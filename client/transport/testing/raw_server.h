@@ -117,8 +117,10 @@ class RawServer {
  public:
   // `script` is written after the client's first bytes arrive (so the
   // client's stream 1 exists); `delay_ms` later, `late` is written too.
-  explicit RawServer(std::string script, std::string late = "", int delay_ms = 0)
-      : script_(std::move(script)), late_(std::move(late)), delay_ms_(delay_ms) {
+  // `reset`: then the connection is reset (RST), not kept open.
+  explicit RawServer(std::string script, std::string late = "", int delay_ms = 0,
+                     bool reset = false)
+      : script_(std::move(script)), late_(std::move(late)), delay_ms_(delay_ms), reset_(reset) {
     listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     sockaddr_in a{};
     a.sin_family = AF_INET;
@@ -156,9 +158,15 @@ class RawServer {
     // Wait for the client's preface (and, usually, its first HEADERS).
     Drain(c, 200);
     WriteAll(c, script_);
-    if (!late_.empty()) {
+    if (!late_.empty() || reset_) {
       Drain(c, delay_ms_);
       WriteAll(c, late_);
+    }
+    if (reset_) {  // linger 0: close sends RST ("connection reset by peer")
+      linger l{1, 0};
+      ::setsockopt(c, SOL_SOCKET, SO_LINGER, &l, sizeof l);
+      ::close(c);
+      return;
     }
     while (!stop_ && Drain(c, 50)) {
     }
@@ -188,6 +196,7 @@ class RawServer {
 
   std::string script_, late_;
   int delay_ms_;
+  bool reset_;
   int listen_fd_;
   int port_ = 0;
   std::thread thread_;
