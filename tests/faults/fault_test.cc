@@ -4,11 +4,15 @@
 // status; no call ended later than its deadline by more than 20 ms; the
 // pool's conservation identity holds; once the channel is gone, the
 // process has no more sockets open than before it.
+#include <arpa/inet.h>
 #include <dirent.h>
 #include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -227,6 +231,109 @@ TEST(Faults, AStoppedServerIsDeclaredDeadByKeepalive) {
     EXPECT_TRUE(keepalive_named) << r.first_error;
   }
   ExpectSocketsBackTo(sockets);
+}
+
+// A loopback TCP proxy the test controls: forwards both ways until told
+// to black-hole, then keeps reading and drops everything (the client's
+// sends succeed; nothing comes back), as a dead network path would.
+class BlackHoleProxy {
+ public:
+  explicit BlackHoleProxy(int upstream_port) : upstream_port_(upstream_port) {
+    listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ::bind(listen_fd_, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    ::listen(listen_fd_, 8);
+    socklen_t len = sizeof a;
+    ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&a), &len);
+    port_ = ntohs(a.sin_port);
+    acceptor_ = std::thread([this] { Accept(); });
+  }
+  ~BlackHoleProxy() {
+    stop_ = true;
+    ::shutdown(listen_fd_, SHUT_RDWR);
+    acceptor_.join();
+    for (std::thread& t : pumps_) t.join();
+    ::close(listen_fd_);
+  }
+  std::string address() const { return absl::StrCat("127.0.0.1:", port_); }
+  void BlackHole() { black_hole_ = true; }
+
+ private:
+  void Accept() {
+    for (;;) {
+      int client = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+      if (client < 0) return;
+      int server = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+      sockaddr_in a{};
+      a.sin_family = AF_INET;
+      a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+      a.sin_port = htons(upstream_port_);
+      ::connect(server, reinterpret_cast<sockaddr*>(&a), sizeof a);
+      pumps_.emplace_back([this, client, server] { Pump(client, server); });
+    }
+  }
+  // Copies bytes both ways (poll with a short timeout so it can stop).
+  void Pump(int client, int server) {
+    char buf[16384];
+    pollfd fds[2] = {{client, POLLIN, 0}, {server, POLLIN, 0}};
+    while (!stop_) {
+      if (::poll(fds, 2, 20) <= 0) continue;
+      for (int i = 0; i < 2; ++i) {
+        if (fds[i].revents == 0) continue;
+        ssize_t n = ::recv(fds[i].fd, buf, sizeof buf, 0);
+        if (n <= 0) {
+          CloseBoth(client, server);
+          return;
+        }
+        if (black_hole_) continue;  // swallowed
+        int to = i == 0 ? server : client;
+        if (::send(to, buf, n, MSG_NOSIGNAL) != n) {
+          CloseBoth(client, server);
+          return;
+        }
+      }
+    }
+    CloseBoth(client, server);
+  }
+  static void CloseBoth(int a, int b) {
+    ::close(a);
+    ::close(b);
+  }
+
+  int upstream_port_;
+  int listen_fd_ = -1;
+  int port_ = 0;
+  std::atomic<bool> stop_{false};
+  std::atomic<bool> black_hole_{false};
+  std::thread acceptor_;
+  std::vector<std::thread> pumps_;  // the acceptor's only, until joined
+};
+
+TEST(Faults, APathThatBlackHolesTrafficIsDeclaredDeadByKeepalive) {
+  auto server = Server();
+  BlackHoleProxy proxy(server->port());
+  ChannelArguments args;
+  args.SetInt("grpc.keepalive_time_ms", 200);
+  args.SetInt("grpc.keepalive_timeout_ms", 200);
+  auto channel = CreateCustomChannel(proxy.address(), InsecureChannelCredentials(), args);
+  Load load(channel.get(), 4, milliseconds(3000), /*sleep_ms=*/1);
+  load.Start();
+  std::this_thread::sleep_for(milliseconds(300));
+  ASSERT_GT(load.ok_count(), 10u) << "calls flow through the proxy first";
+  proxy.BlackHole();
+  auto holed = std::chrono::steady_clock::now();
+  // keepalive time + timeout (+ slack): the calls in flight end UNAVAILABLE.
+  for (int i = 0; i < 100 && load.Summary().count(StatusCode::UNAVAILABLE) == 0; ++i) {
+    std::this_thread::sleep_for(milliseconds(10));
+  }
+  auto noticed = std::chrono::steady_clock::now() - holed;
+  EXPECT_LT(noticed, milliseconds(700));
+  Load::Report r = load.Summary();
+  EXPECT_GT(r.count(StatusCode::UNAVAILABLE), 0);
+  EXPECT_THAT(r.first_error, ::testing::HasSubstr("keepalive")) << r.first_error;
+  ExpectInvariants(load, *channel);
 }
 
 TEST(Faults, ClientStreamAgainstAServerThatStopsReadingEndsAtItsDeadline) {
