@@ -47,6 +47,7 @@
 #include "absl/strings/str_split.h"
 #include "tests/proto/echo_test.grpc.pb.h"
 #include "tests/proto/echo_test.ringrpc.pb.h"
+#include "tests/testing/loopback.h"
 #include "tests/testing/server_process.h"
 
 namespace {
@@ -351,14 +352,8 @@ bool FullIo(int fd, char* buf, size_t n, bool write) {
 
 Result RunTcp(const Options& o, int size) {
   size_t n = std::max(size, 1);
-  int lfd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(lfd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  ::listen(lfd, 1);
-  socklen_t len = sizeof a;
-  ::getsockname(lfd, reinterpret_cast<sockaddr*>(&a), &len);
+  int lfd = ringrpc::testing::ListenLoopback(1, &a);
   pid_t child = ::fork();
   if (child == 0) {  // the echo side, on the server's core
     Pin(o.server_cpu);

@@ -19,6 +19,7 @@
 
 #include "client/runtime/cq_threads.h"
 #include "pool/pool.h"
+#include "tests/testing/loopback.h"
 
 namespace ringrpc::runtime {
 namespace {
@@ -37,15 +38,7 @@ int OpenFds() {
 class EchoServer {
  public:
   EchoServer() {
-    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a);
-    ::listen(fd_, 64);
-    socklen_t len = sizeof a;
-    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
-    addr_ = a;
+    fd_ = ::ringrpc::testing::ListenLoopback(64, &addr_);
     acceptor_ = std::thread([this] {
       for (;;) {
         int c = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);

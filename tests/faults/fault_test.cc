@@ -31,6 +31,7 @@
 #include "client/transport/testing/raw_server.h"
 #include "tests/proto/echo_test.pb.h"
 #include "tests/faults/load.h"
+#include "tests/testing/loopback.h"
 #include "tests/testing/server_process.h"
 
 namespace ringrpc {
@@ -239,14 +240,8 @@ TEST(Faults, AStoppedServerIsDeclaredDeadByKeepalive) {
 class BlackHoleProxy {
  public:
   explicit BlackHoleProxy(int upstream_port) : upstream_port_(upstream_port) {
-    listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ::bind(listen_fd_, reinterpret_cast<sockaddr*>(&a), sizeof a);
-    ::listen(listen_fd_, 8);
-    socklen_t len = sizeof a;
-    ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&a), &len);
+    listen_fd_ = testing::ListenLoopback(8, &a);
     port_ = ntohs(a.sin_port);
     acceptor_ = std::thread([this] { Accept(); });
   }

@@ -20,6 +20,8 @@
 #include <utility>
 #include <vector>
 
+#include "tests/testing/loopback.h"
+
 namespace ringrpc::transport::testing {
 
 // ---- frame encoding ---------------------------------------------------------
@@ -121,14 +123,8 @@ class RawServer {
   explicit RawServer(std::string script, std::string late = "", int delay_ms = 0,
                      bool reset = false)
       : script_(std::move(script)), late_(std::move(late)), delay_ms_(delay_ms), reset_(reset) {
-    listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ::bind(listen_fd_, reinterpret_cast<sockaddr*>(&a), sizeof a);
-    ::listen(listen_fd_, 4);
-    socklen_t len = sizeof a;
-    ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&a), &len);
+    listen_fd_ = ::ringrpc::testing::ListenLoopback(4, &a);
     port_ = ntohs(a.sin_port);
     thread_ = std::thread([this] { Serve(); });
   }
