@@ -518,8 +518,8 @@ absl::Status ApplyCredentials(const ChannelCredentials* creds, channel::ChannelC
   if (creds == nullptr) {
     return absl::InvalidArgumentError("channel credentials are null");
   }
-  const SslCredentialsOptions* ssl = creds->ssl_options();
   if (!creds->secure()) return absl::OkStatus();
+  const SslCredentialsOptions* ssl = creds->ssl_options();
   if (ssl == nullptr) {
     return absl::UnimplementedError("secure credentials other than SslCredentials()");
   }

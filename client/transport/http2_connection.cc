@@ -1032,7 +1032,9 @@ void Http2Connection::Credit(int32_t stream_id, size_t n) {
   if (stream_id > 0 && nghttp2_session_find_stream(session_, stream_id) != nullptr) {
     nghttp2_session_consume_stream(session_, stream_id, n);
   }
-  Flush();  // a WINDOW_UPDATE, once enough is consumed
+  // nghttp2 queues a WINDOW_UPDATE once half a window is consumed; only
+  // then is there something to send (not once per message read).
+  if (nghttp2_session_want_write(session_)) Flush();
 }
 
 void Http2Connection::ForgetCall(Call* call) {
