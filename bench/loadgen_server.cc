@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "tests/proto/echo_test.grpc.pb.h"
+#include "tests/server/serve.h"
 
 namespace {
 
@@ -86,29 +87,8 @@ int main(int argc, char** argv) {
       return 1;
     }
   }
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &set, nullptr);
-
   Service service;
-  grpc::ServerBuilder builder;
-  int port = 0;
-  builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &port);
-  builder.RegisterService(&service);
-  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  if (!server) {
-    std::fprintf(stderr, "loadgen_server: cannot listen on %s\n", listen.c_str());
-    return 1;
-  }
-  std::printf("LISTENING %d\n", port);
-  std::fflush(stdout);
-  std::thread terminator([&] {
-    int sig = 0;
-    sigwait(&set, &sig);
-    server->Shutdown();
-  });
-  server->Wait();
-  terminator.join();
-  return 0;
+  return ringrpc::testing::ServeUntilSigterm(
+      "loadgen_server", listen, [] { return grpc::InsecureServerCredentials(); },
+      [&](grpc::ServerBuilder& builder) { builder.RegisterService(&service); });
 }

@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "tests/proto/echo_test.grpc.pb.h"
+#include "tests/server/serve.h"
 
 namespace {
 
@@ -146,48 +147,26 @@ int main(int argc, char** argv) {
     if (std::strncmp(argv[i], "--tls_key=", 10) == 0) tls_key = argv[i] + 10;
     if (std::strncmp(argv[i], "--tls_client_ca=", 16) == 0) tls_client_ca = argv[i] + 16;
   }
-  // SIGTERM is taken by a thread below, not by default action.
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &set, nullptr);
-
-  // Only now: making credentials starts grpc's threads, which must inherit
-  // the mask (else a SIGTERM to one of them kills the process at once).
   auto slurp = [](const std::string& path) {
     std::ifstream f(path);
     return std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
   };
-  std::shared_ptr<grpc::ServerCredentials> creds = grpc::InsecureServerCredentials();
-  if (!tls_cert.empty()) {  // TLS; with a client CA, client certificates required
-    grpc::SslServerCredentialsOptions o(
-        tls_client_ca.empty() ? GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE
-                              : GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
-    o.pem_key_cert_pairs.push_back({slurp(tls_key), slurp(tls_cert)});
-    if (!tls_client_ca.empty()) o.pem_root_certs = slurp(tls_client_ca);
-    creds = grpc::SslServerCredentials(o);
-  }
   Service service;
-  grpc::ServerBuilder builder;
-  int port = 0;
-  builder.AddListeningPort(listen, creds, &port);
-  builder.SetMaxReceiveMessageSize(64 << 20);
-  builder.SetMaxSendMessageSize(64 << 20);
-  builder.RegisterService(&service);
-  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  if (!server) {
-    std::fprintf(stderr, "test_server: cannot listen on %s\n", listen.c_str());
-    return 1;
-  }
-  std::printf("LISTENING %d\n", port);
-  std::fflush(stdout);
-
-  std::thread terminator([&] {
-    int sig = 0;
-    sigwait(&set, &sig);
-    server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
-  });
-  server->Wait();
-  terminator.join();
-  return 0;
+  return ringrpc::testing::ServeUntilSigterm(
+      "test_server", listen,
+      [&]() -> std::shared_ptr<grpc::ServerCredentials> {
+        if (tls_cert.empty()) return grpc::InsecureServerCredentials();
+        // TLS; with a client CA, client certificates required.
+        grpc::SslServerCredentialsOptions o(
+            tls_client_ca.empty() ? GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE
+                                  : GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
+        o.pem_key_cert_pairs.push_back({slurp(tls_key), slurp(tls_cert)});
+        if (!tls_client_ca.empty()) o.pem_root_certs = slurp(tls_client_ca);
+        return grpc::SslServerCredentials(o);
+      },
+      [&](grpc::ServerBuilder& builder) {
+        builder.SetMaxReceiveMessageSize(64 << 20);
+        builder.SetMaxSendMessageSize(64 << 20);
+        builder.RegisterService(&service);
+      });
 }
