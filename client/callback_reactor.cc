@@ -149,11 +149,8 @@ class ReactorCore : public std::enable_shared_from_this<ReactorCore> {
     if (writing_ || writes_.empty()) return;
     writing_ = true;
     ++running_;
-    auto op = std::make_shared<Op>(std::move(writes_.front()));
-    writes_.pop_front();
-    loop_->Post([self = shared_from_this(), op] {
-      self->loop_->Spawn(self->WriteOne(self, std::move(*op)));
-    });
+    // The operation stays at the queue's head until WriteOne takes it.
+    loop_->Post([self = shared_from_this()] { self->loop_->Spawn(self->WriteOne(self)); });
   }
 
   pool::Task<void> ReadOne(std::shared_ptr<ReactorCore> self,
@@ -173,7 +170,9 @@ class ReactorCore : public std::enable_shared_from_this<ReactorCore> {
     MaybeDone();
   }
 
-  pool::Task<void> WriteOne(std::shared_ptr<ReactorCore> self, Op op) {
+  pool::Task<void> WriteOne(std::shared_ptr<ReactorCore> self) {
+    Op op = std::move(writes_.front());
+    writes_.pop_front();
     bool ok = false;
     if (call_ != nullptr) {
       if (op.kind == Kind::kWrite) {
