@@ -1019,11 +1019,17 @@ absl::StatusOr<std::unique_ptr<Call>> Http2Connection::StartCall(CallOptions opt
 
 void Http2Connection::ResetStream(Call* call, uint32_t error_code) {
   int32_t id = call->stream_id_;
-  if (id <= 0 || session_ == nullptr) return;
-  if (nghttp2_session_find_stream(session_, id) != nullptr) {
-    nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, id, error_code);
-    Flush();
-  }
+  // Once per stream: a second RST for a stream whose HEADERS were cancelled
+  // while queued would go out as an RST_STREAM for an idle stream (a
+  // connection error for the server).
+  if (id <= 0 || session_ == nullptr || call->reset_) return;
+  call->reset_ = true;
+  // A stream whose HEADERS nghttp2 has not written yet is not in its stream
+  // map (find_stream says NULL), but nghttp2_submit_rst_stream cancels the
+  // queued HEADERS: the stream then closes without reaching the wire, and
+  // its DATA is never asked for.
+  nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, id, error_code);
+  Flush();
 }
 
 void Http2Connection::Credit(int32_t stream_id, size_t n) {
@@ -1042,7 +1048,13 @@ void Http2Connection::ForgetCall(Call* call) {
   if (id == 0) return;
   Credit(id, std::exchange(call->held_, 0));  // messages never read
   calls_.erase(id);
-  if (session_ != nullptr && nghttp2_session_find_stream(session_, id) != nullptr) {
+  // Unconditionally: for a stream still queued (HEADERS not yet written)
+  // find_stream says NULL, yet nghttp2 keeps the pointer with the queued
+  // HEADERS and would hand it to ReadData and every other callback once the
+  // stream opens: a freed Call, or another call's at the same address. Set
+  // on a queued stream updates the queued HEADERS; on a stream that is gone
+  // it fails harmlessly (INVALID_ARGUMENT).
+  if (session_ != nullptr && call->stream_id_ > 0) {
     nghttp2_session_set_stream_user_data(session_, id, nullptr);
   }
 }

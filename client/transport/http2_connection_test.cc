@@ -427,6 +427,58 @@ TEST_P(TransportTest, ManyConcurrentCallsOnOneConnection) {
   }
 }
 
+// Issue 11, bug 1: a call that ends before nghttp2 has written its HEADERS
+// (cancelled, destroyed, or over the send limit in the same turn as its
+// start) must leave nothing behind in nghttp2: no pointer to the freed Call
+// (ReadData would read its buffer; a new Call at the same address would
+// get that stream's response) and no RST_STREAM for a stream the server
+// never saw (a connection error). Calls started in the same turn, before
+// and after, each get their own response.
+TEST_P(TransportTest, CallsEndedBeforeTheirHeadersWentOutLeaveNothingBehind) {
+  ConnectionOptions o;
+  o.max_send_message_size = 4096;
+  ConnPtr c = Connect(o);
+  for (int round = 0; round < 20; ++round) {
+    std::vector<Task<Reply>> kept;
+    for (int i = 0; i < 24; ++i) {
+      auto call = c->StartCall({.path = kUnary});
+      ASSERT_TRUE(call.ok()) << call.status();
+      EchoRequest req;
+      req.set_payload(std::string(100, 'x'));
+      ASSERT_TRUE((*call)->Enqueue(req.SerializeAsString()).ok());
+      switch (i % 3) {
+        case 0: break;  // destroyed with its DATA queued
+        case 1: (*call)->Cancel(); break;  // cancelled, then destroyed
+        case 2:  // over the send limit in the turn it started
+          EXPECT_EQ((*call)->Enqueue(std::string(5000, 'y')).code(),
+                    absl::StatusCode::kResourceExhausted);
+          break;
+      }
+      call->reset();
+      // A new call, likely at the freed Call's address.
+      EchoRequest mine;
+      mine.set_payload(absl::StrCat("round ", round, " call ", i));
+      kept.push_back(DoCall(c, kUnary, {mine}));
+      kept.back().handle().resume();
+    }
+    auto end = pool::Clock::now() + std::chrono::seconds(20);
+    auto all_done = [&] {
+      for (auto& t : kept) if (!t.done()) return false;
+      return true;
+    };
+    while (!all_done() && pool::Clock::now() < end) loop_->RunOnce(milliseconds(20));
+    ASSERT_TRUE(all_done());
+    for (int i = 0; i < 24; ++i) {
+      const Reply& r = kept[i].result();
+      ASSERT_TRUE(r.status.ok()) << r.status;
+      ASSERT_EQ(r.messages.size(), 1u);
+      EXPECT_EQ(r.messages[0].payload(), absl::StrCat("round ", round, " call ", i));
+    }
+  }
+  EXPECT_TRUE(c->accepting_streams()) << c->close_reason();
+  EXPECT_EQ(c->active_calls(), 0u);
+}
+
 // Every frame pending after a loop pass goes out in one send.
 TEST_P(TransportTest, CallsStartedInOneTurnGoOutInOneSend) {
   ConnPtr c = Connect();
