@@ -9,7 +9,11 @@
 //   ringrpc::Status s = reader->Finish();
 //
 // Threading: any thread that is not one of the channel's CQ threads. For a
-// bidi stream, one thread may Read while another Writes.
+// bidi stream, one thread may Read while another Writes. On one of the
+// channel's CQ threads (inside a callback or reaction) nothing waits: Read
+// and Write return false at once and Finish returns FAILED_PRECONDITION
+// saying why (waiting there would deadlock the thread the call runs on);
+// destroying the object there is fine (the call is cancelled if unfinished).
 #ifndef RINGRPC_CLIENT_BLOCKING_STREAM_H_
 #define RINGRPC_CLIENT_BLOCKING_STREAM_H_
 
@@ -29,7 +33,21 @@ namespace ringrpc {
 class BlockingCallBase {
  public:
   virtual ~BlockingCallBase() {
-    if (call_) Run([this]() -> pool::Task<void> {
+    if (!call_) return;
+    if (call_->OnItsThread()) {
+      call_.reset();  // already on its own thread: nothing to wait for
+      return;
+    }
+    if (call_->OnChannelThread()) {
+      // Another CQ thread of the channel: hand the call over, do not wait.
+      ClientCall* call = call_.release();
+      call->Run([](ClientCall* c) -> pool::Task<void> {
+        delete c;
+        co_return;
+      }(call));
+      return;
+    }
+    Run([this]() -> pool::Task<void> {
       call_.reset();  // released on its own thread
       co_return;
     });
@@ -40,13 +58,13 @@ class BlockingCallBase {
       : call_(std::move(call)), open_(std::move(open_status)) {}
 
   bool WriteBytes(std::string message) {
-    if (!call_) return false;
+    if (!call_ || Refused()) return false;
     bool ok = false;
     Run([&]() -> pool::Task<void> { ok = (co_await call_->Write(std::move(message))).ok(); });
     return ok;
   }
   bool WritesDoneSync() {
-    if (!call_) return false;
+    if (!call_ || Refused()) return false;
     Run([&]() -> pool::Task<void> {
       call_->WritesDone();
       co_return;
@@ -56,7 +74,7 @@ class BlockingCallBase {
   // False at the end of the stream, or if `out` does not parse (the call is
   // then cancelled and Finish says INTERNAL).
   bool ReadInto(google::protobuf::MessageLite* out) {
-    if (!call_) return false;
+    if (!call_ || Refused()) return false;
     std::optional<std::string> m;
     Run([&]() -> pool::Task<void> { m = co_await call_->Read(); });
     if (!m) return false;
@@ -72,6 +90,7 @@ class BlockingCallBase {
   }
   Status FinishSync() {
     if (!call_) return open_;
+    if (Refused()) return misuse_;
     Status s;
     Run([&]() -> pool::Task<void> { s = co_await call_->Finish(); });
     if (!bad_message_.empty()) {
@@ -81,6 +100,18 @@ class BlockingCallBase {
   }
 
  private:
+  // On one of the channel's CQ threads a blocking operation would wait on
+  // the thread that must do the work (or stall it): refused, and Finish
+  // says so.
+  bool Refused() {
+    if (!call_->OnChannelThread()) return false;
+    misuse_ = Status(StatusCode::FAILED_PRECONDITION,
+                     "a blocking stream operation (Read/Write/WritesDone/Finish) on one of the "
+                     "channel's CQ threads would deadlock; use a reactor or the coroutine API "
+                     "there");
+    return true;
+  }
+
   // Runs `make()` on the call's CQ thread and waits for it.
   void Run(std::function<pool::Task<void>()> make) {
     std::promise<void> done;
@@ -94,6 +125,7 @@ class BlockingCallBase {
 
   std::unique_ptr<ClientCall> call_;
   Status open_;
+  Status misuse_;
   std::string bad_message_;
 };
 

@@ -72,7 +72,16 @@ class ReactorCore : public std::enable_shared_from_this<ReactorCore> {
     } else if (Status config = channel_->configuration_status(); !config.ok()) {
       refused = config;
     }
-    if (!refused.ok()) {  // nothing can run: end here, once
+    if (!refused.ok()) {  // nothing can run: end once, on a CQ thread
+      if (channel_ != nullptr && channel_->cq_thread_count() > 0) {
+        channel_->Spawn([](std::shared_ptr<ReactorCore> self, Status s) -> pool::Task<void> {
+          ClientReactorBase* r = std::exchange(self->reactor_, nullptr);
+          r->OnDone(s);
+          co_return;
+        }(shared_from_this(), refused));
+        return;
+      }
+      // Unbound (a programming error) or no CQ thread at all: here.
       ClientReactorBase* r = std::exchange(reactor_, nullptr);
       r->OnDone(refused);
       return;

@@ -61,15 +61,31 @@ std::shared_ptr<CqThreads> SharedCqThreads(absl::Status* error) {
   return made;
 }
 
+}  // namespace
+
+// Saturating: any deadline at or before now (time_point::min() included)
+// is "now" (the call ends DEADLINE_EXCEEDED at once); more than a year
+// ahead (time_point::max() included) is no deadline. No subtraction of two
+// arbitrary time points, so nothing overflows.
 TimePoint ToLoopTime(std::chrono::system_clock::time_point deadline, TimePoint now) {
-  auto left = deadline - std::chrono::system_clock::now();
-  if (left > std::chrono::hours(24 * 365)) return TimePoint::max();
-  return now + std::chrono::duration_cast<Duration>(left);
+  const auto wall = std::chrono::system_clock::now();
+  if (deadline <= wall) return now;
+  constexpr auto kFar = std::chrono::hours(24 * 365);
+  if (deadline - wall > kFar) return TimePoint::max();  // deadline > wall: no overflow
+  return now + std::chrono::duration_cast<Duration>(deadline - wall);
 }
+
+namespace {
 
 }  // namespace
 
+// The channel's core. Lives as long as the user's Channel handle or any
+// call, queued task or stream that runs on it (each holds a shared_ptr), so
+// a Channel destroyed with calls queued or in flight lets them finish, as
+// grpc++ does; the last holder, on whatever thread, shuts it down.
 struct ChannelState : std::enable_shared_from_this<ChannelState> {
+  ~ChannelState();
+
   absl::Status config_error;
   ChannelConfig config;
   std::shared_ptr<CqThreads> cq;
@@ -259,7 +275,38 @@ struct ChannelState : std::enable_shared_from_this<ChannelState> {
   // `method` must outlive the task (callers await it at once).
   pool::Task<std::unique_ptr<ClientCall>> Open(const std::string& method, ClientContext* ctx,
                                                Status* out);
+
+  // A unary call; the task holds the channel.
+  static pool::Task<Status> Unary(std::shared_ptr<ChannelState> self, std::string method,
+                                  ClientContext* ctx, std::string request,
+                                  std::string* response);
+  static pool::Task<std::unique_ptr<ClientCall>> OpenHolding(std::shared_ptr<ChannelState> self,
+                                                             std::string method,
+                                                             ClientContext* ctx, Status* out) {
+    co_return co_await self->Open(method, ctx, out);
+  }
+
+  // Runs `task` on CQ thread `i` (< cq->size()). Any thread.
+  void SpawnOn(size_t i, pool::Task<void> task) {
+    auto holder = std::make_shared<pool::Task<void>>(std::move(task));
+    runtime::EventLoop* loop = &cq->loop(i);
+    cq->Post(i, [loop, holder] { loop->Spawn(std::move(*holder)); });
+  }
+  // On the calling CQ thread if it is one of ours, else the caller's own.
+  void Spawn(pool::Task<void> task) {
+    std::optional<size_t> here = CurrentIndex();
+    SpawnOn(here ? *here : IndexForCaller(), std::move(task));
+  }
 };
+
+ChannelState::~ChannelState() {
+  if (resolver) resolver->Shutdown();
+  if (!cq) return;
+  // Detach: a subchannel no other channel uses closes its pool (each CQ
+  // thread its own shard). Nothing here waits: this may run on a CQ thread
+  // (a call's end released the last reference) or the resolver's.
+  for (auto& sc : list) SubchannelRegistry::Global().Detach(sc, *cq, listener);
+}
 
 }  // namespace channel
 
@@ -310,6 +357,9 @@ void ClientCall::Run(pool::Task<void> task) {
   runtime::EventLoop* loop = impl_->loop;
   loop->Post([loop, holder] { loop->Spawn(std::move(*holder)); });
 }
+
+bool ClientCall::OnItsThread() const { return runtime::EventLoop::Current() == impl_->loop; }
+bool ClientCall::OnChannelThread() const { return impl_->channel->CurrentIndex().has_value(); }
 
 pool::Task<bool> ClientCall::ReadInitialMetadata() {
   co_await impl_->call->WaitForInitialMetadata();
@@ -536,10 +586,13 @@ absl::Status ApplyCredentials(const ChannelCredentials* creds, channel::ChannelC
   return absl::OkStatus();
 }
 
-pool::Task<void> RunUnary(Channel* channel, std::string method, ClientContext* ctx,
-                          std::string request, std::string* response,
+// Holds the channel's state (not the Channel, which the caller may drop
+// while this is queued): the call runs to its end and `done` runs once.
+pool::Task<void> RunUnary(std::shared_ptr<channel::ChannelState> state, std::string method,
+                          ClientContext* ctx, std::string request, std::string* response,
                           std::function<void(Status)> done) {
-  Status s = co_await channel->Unary(std::move(method), ctx, std::move(request), response);
+  Status s = co_await channel::ChannelState::Unary(std::move(state), std::move(method), ctx,
+                                                   std::move(request), response);
   done(std::move(s));
 }
 
@@ -555,37 +608,34 @@ std::shared_ptr<ChannelCredentials> SslCredentials(const SslCredentialsOptions& 
 
 Channel::Channel(std::shared_ptr<channel::ChannelState> state) : state_(std::move(state)) {}
 
-Channel::~Channel() {
-  if (state_->resolver) state_->resolver->Shutdown();
-  if (!state_->cq) return;
-  std::vector<std::shared_ptr<channel::Subchannel>> all;
-  {
-    std::lock_guard<std::mutex> lock(state_->mu);
-    all.swap(state_->list);
-    state_->version.fetch_add(1, std::memory_order_acq_rel);
-  }
-  // Detach: a subchannel no other channel uses closes its pool (each CQ
-  // thread its own shard); calls in flight finish first.
-  for (auto& sc : all) {
-    channel::SubchannelRegistry::Global().Detach(sc, *state_->cq, state_->listener);
-  }
-}
+// The state lives on while calls, queued tasks or streams hold it; the last
+// of them shuts it down (ChannelState::~ChannelState).
+Channel::~Channel() = default;
 
 Status Channel::configuration_status() const { return Status::FromAbsl(state_->config_error); }
 
 pool::Task<std::unique_ptr<ClientCall>> Channel::Open(std::string method, ClientContext* ctx,
                                                       Status* status) {
-  co_return co_await state_->Open(method, ctx, status);
+  return channel::ChannelState::OpenHolding(state_, std::move(method), ctx, status);
 }
 
 pool::Task<Status> Channel::Unary(std::string method, ClientContext* ctx, std::string request,
                                   std::string* response) {
+  return channel::ChannelState::Unary(state_, std::move(method), ctx, std::move(request),
+                                      response);
+}
+
+namespace channel {
+
+pool::Task<Status> ChannelState::Unary(std::shared_ptr<ChannelState> self, std::string method,
+                                       ClientContext* ctx, std::string request,
+                                       std::string* response) {
   // gRFC A6: a call the server never processed (GOAWAY above its stream,
   // REFUSED_STREAM) is sent again once, transparently, on another
   // connection, within the same deadline.
   for (int attempt = 0;; ++attempt) {
     Status st;
-    std::unique_ptr<ClientCall> call = co_await state_->Open(method, ctx, &st);
+    std::unique_ptr<ClientCall> call = co_await self->Open(method, ctx, &st);
     if (call == nullptr) co_return st;
     Status w = call->WriteNow(request);  // one message: no need to wait for room
     (void)w;  // a failed write ends the call: Finish reports why
@@ -599,7 +649,7 @@ pool::Task<Status> Channel::Unary(std::string method, ClientContext* ctx, std::s
       s = co_await call->Finish();
     }
     if (!s.ok() && call->never_sent() && attempt == 0) {
-      state_->transparent_retries.fetch_add(1, std::memory_order_relaxed);
+      self->transparent_retries.fetch_add(1, std::memory_order_relaxed);
       continue;
     }
     if (s.ok()) {
@@ -613,22 +663,25 @@ pool::Task<Status> Channel::Unary(std::string method, ClientContext* ctx, std::s
   }
 }
 
+}  // namespace channel
+
 void Channel::Spawn(pool::Task<void> task) {
-  if (!state_->cq) return;  // configuration error: nothing runs
-  std::optional<size_t> here = state_->CurrentIndex();
-  (void)SpawnOn(here ? *here : state_->IndexForCaller(), std::move(task));
+  if (!state_->cq) return;  // the CQ threads could not start: nothing can run
+  state_->Spawn(std::move(task));
 }
 
 Status Channel::SpawnOn(size_t cq_thread, pool::Task<void> task) {
-  if (!state_->cq) return Status::FromAbsl(state_->config_error);
+  if (!state_->cq) {
+    return Status::FromAbsl(state_->config_error.ok()
+                                ? absl::UnavailableError("the channel has no CQ threads")
+                                : state_->config_error);
+  }
   if (cq_thread >= state_->cq->size()) {
     return Status(StatusCode::INVALID_ARGUMENT,
                   absl::StrCat("SpawnOn: CQ thread ", cq_thread, " does not exist (the channel has ",
                                state_->cq->size(), ")"));
   }
-  auto holder = std::make_shared<pool::Task<void>>(std::move(task));
-  runtime::EventLoop* loop = &state_->cq->loop(cq_thread);
-  state_->cq->Post(cq_thread, [loop, holder] { loop->Spawn(std::move(*holder)); });
+  state_->SpawnOn(cq_thread, std::move(task));
   return Status::OK;
 }
 
@@ -636,11 +689,11 @@ size_t Channel::cq_thread_count() const { return state_->cq ? state_->cq->size()
 
 void Channel::UnaryCallAsync(const std::string& method, ClientContext* ctx, std::string request,
                              std::string* response, std::function<void(Status)> done) {
-  if (!state_->config_error.ok()) {
-    done(Status::FromAbsl(state_->config_error));
+  if (!state_->config_error.ok() && !state_->cq) {
+    done(Status::FromAbsl(state_->config_error));  // no thread to run it on
     return;
   }
-  Spawn(RunUnary(this, method, ctx, std::move(request), response, std::move(done)));
+  state_->Spawn(RunUnary(state_, method, ctx, std::move(request), response, std::move(done)));
 }
 
 std::unique_ptr<ClientCall> Channel::BlockingOpen(const std::string& method, ClientContext* ctx,
@@ -657,10 +710,11 @@ std::unique_ptr<ClientCall> Channel::BlockingOpen(const std::string& method, Cli
   }
   std::promise<std::unique_ptr<ClientCall>> promise;
   auto result = promise.get_future();
-  Spawn([](Channel* ch, std::string method, ClientContext* ctx, Status* status,
-           std::promise<std::unique_ptr<ClientCall>>* out) -> pool::Task<void> {
-    out->set_value(co_await ch->Open(std::move(method), ctx, status));
-  }(this, method, ctx, status, &promise));
+  state_->Spawn([](std::shared_ptr<channel::ChannelState> st, std::string method,
+                   ClientContext* ctx, Status* status,
+                   std::promise<std::unique_ptr<ClientCall>>* out) -> pool::Task<void> {
+    out->set_value(co_await st->Open(method, ctx, status));
+  }(state_, method, ctx, status, &promise));
   return result.get();
 }
 
@@ -702,8 +756,18 @@ ConnectivityState Channel::GetState(bool try_to_connect) {
 
 bool Channel::WaitForStateChange(ConnectivityState last,
                                  std::chrono::system_clock::time_point deadline) {
+  // On one of the channel's CQ threads waiting would stall the thread that
+  // makes the change: answer at once.
+  if (state_->CurrentIndex()) return Public(state_->Aggregate()) != last;
   std::unique_lock<std::mutex> lock(state_->mu);
-  auto steady_deadline = std::chrono::steady_clock::now() + (deadline - std::chrono::system_clock::now());
+  // Through ToLoopTime: saturating, so min()/max() do not overflow.
+  const pool::TimePoint loop_now = pool::Clock::now();
+  const pool::TimePoint loop_deadline = channel::ToLoopTime(deadline, loop_now);
+  auto steady_deadline =
+      std::chrono::steady_clock::now() +
+      std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+          loop_deadline == pool::TimePoint::max() ? pool::Duration(std::chrono::hours(24 * 365))
+                                            : loop_deadline - loop_now);
   for (;;) {
     lock.unlock();
     bool changed = Public(state_->Aggregate()) != last;
@@ -723,6 +787,9 @@ bool Channel::WaitForStateChange(ConnectivityState last,
 }
 
 bool Channel::WaitForConnected(std::chrono::system_clock::time_point deadline) {
+  // On one of the channel's CQ threads: whether it is READY now, without
+  // waiting (the connection would be made by the very thread waiting).
+  if (state_->CurrentIndex()) return GetState(true) == ConnectivityState::READY;
   for (;;) {
     // Asked again every 50 ms: before the resolver's first answer there is
     // nothing to connect yet, and a failed attempt leaves the state as it was.
@@ -816,6 +883,12 @@ std::shared_ptr<channel::ChannelState> NewState(const ChannelArguments& args) {
   absl::StatusOr<channel::ChannelConfig> config = channel::ParseChannelArguments(args);
   if (!config.ok()) {
     state->config_error = config.status();
+    // Still CQ threads (the process-wide ones): callbacks and reactors learn
+    // of the error there, as they would of any other, never inside the
+    // call that started them.
+    absl::Status ignored;
+    state->cq = channel::SharedCqThreads(&ignored);
+    if (state->cq) state->per_thread.resize(state->cq->size());
     return state;
   }
   state->config = *config;
@@ -840,7 +913,15 @@ void StartResolver(const std::shared_ptr<channel::ChannelState>& state,
   state->resolver = std::move(resolver);
   std::weak_ptr<channel::ChannelState> weak = state;
   state->resolver->Start([weak](absl::StatusOr<channel::AddressList> update) {
-    if (auto s = weak.lock()) s->OnResolverUpdate(std::move(update));
+    std::shared_ptr<channel::ChannelState> s = weak.lock();
+    if (!s) return;
+    s->OnResolverUpdate(std::move(update));
+    // Never let the channel's last reference go here: its destructor shuts
+    // this resolver down, which cannot be done from inside its own callback
+    // (the DNS thread would join itself, a manual resolver re-lock its
+    // mutex). A CQ thread lets go of it instead.
+    runtime::CqThreads* cq = s->cq.get();
+    cq->Post(0, [s = std::move(s)] {});
   });
 }
 

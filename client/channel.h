@@ -89,6 +89,10 @@ class ClientCall {
   // Runs `task` on the CQ thread this call lives on (any thread may call
   // it): how the blocking stream API drives a call.
   void Run(pool::Task<void> task);
+  // The calling thread is the CQ thread this call lives on / any of its
+  // channel's CQ threads (where blocking on the call would deadlock).
+  bool OnItsThread() const;
+  bool OnChannelThread() const;
 
  private:
   friend struct channel::ChannelState;
@@ -126,15 +130,20 @@ class Channel {
   // that manage their own affinity. INVALID_ARGUMENT (and `task` dropped
   // unstarted) for a thread that does not exist.
   Status SpawnOn(size_t cq_thread, pool::Task<void> task);
-  // The channel's CQ threads (0 when its configuration is bad).
+  // The channel's CQ threads (a channel whose configuration is bad still
+  // has the process-wide ones, where its calls end with the error; 0 only
+  // when no CQ thread could start).
   size_t cq_thread_count() const;
 
   // ---- state ------------------------------------------------------------------
   ConnectivityState GetState(bool try_to_connect);
   // Waits until the state differs from `last` or the deadline passes; false
-  // on timeout.
+  // on timeout. On one of the channel's CQ threads it does not wait: it
+  // says whether the state differs now.
   bool WaitForStateChange(ConnectivityState last, std::chrono::system_clock::time_point deadline);
-  // Waits until READY or the deadline; false on timeout.
+  // Waits until READY or the deadline; false on timeout. On one of the
+  // channel's CQ threads it does not wait: true if READY now (a connection
+  // attempt is started otherwise).
   bool WaitForConnected(std::chrono::system_clock::time_point deadline);
 
   // Retires every connection made so far, on every thread, lazily (calls in

@@ -29,6 +29,9 @@ namespace task_internal {
 
 struct PromiseBase {
   std::coroutine_handle<> continuation = std::noop_coroutine();
+  // Counted up when the coroutine finishes (set by whoever runs it detached,
+  // e.g. an event loop, to learn that a frame can go).
+  size_t* finished_count = nullptr;
 
   std::suspend_always initial_suspend() noexcept { return {}; }
 
@@ -37,6 +40,7 @@ struct PromiseBase {
     template <typename P>
     std::coroutine_handle<> await_suspend(
         std::coroutine_handle<P> h) noexcept {
+      if (h.promise().finished_count != nullptr) ++*h.promise().finished_count;
       return h.promise().continuation;
     }
     void await_resume() noexcept {}

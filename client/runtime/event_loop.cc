@@ -1,5 +1,7 @@
 #include "client/runtime/event_loop.h"
 
+#include <algorithm>
+
 #include <unistd.h>
 
 #include <cstdlib>
@@ -126,8 +128,25 @@ void EventLoop::QuiesceWakers() {
 }
 
 void EventLoop::Spawn(Task<void> task) {
+  if (!task.valid()) return;
+  task.handle().promise().finished_count = &finished_tasks_;
   tasks_.push_back(std::move(task));
   tasks_.back().handle().resume();  // runs to its first suspension
+  // (A task that finished at once goes with the others at the end of the
+  // turn; Spawn may be running inside ReapFinishedTasks' destructors.)
+}
+
+void EventLoop::ReapFinishedTasks() {
+  // Frames are destroyed outside tasks_: a destructor may Spawn.
+  while (finished_tasks_ != 0) {
+    finished_tasks_ = 0;
+    auto mid = std::partition(tasks_.begin(), tasks_.end(),
+                              [](const Task<void>& t) { return !t.done(); });
+    std::vector<Task<void>> done(std::make_move_iterator(mid),
+                                 std::make_move_iterator(tasks_.end()));
+    tasks_.erase(mid, tasks_.end());
+    done.clear();
+  }
 }
 
 void EventLoop::Run() {
@@ -187,9 +206,10 @@ void EventLoop::RunOnce(Duration max_wait) {
   Wait(timeout);
   now_ = pool::Clock::now();
   RunDue();
-  if (!tasks_.empty() && (stats_.turns % 64 == 0 || stopping())) {
-    std::erase_if(tasks_, [](const Task<void>& t) { return t.done(); });
-  }
+  // Finished frames go in the turn they finish: an idle loop may not turn
+  // again for a long time, and a frame can hold a channel (and its CQ
+  // threads, sockets and rings) alive.
+  ReapFinishedTasks();
 }
 
 void EventLoop::DestroyTasks() {

@@ -159,8 +159,8 @@ class EventLoop : public pool::Runtime {
 
   // Runs `fn` on this loop's thread, in order. Any thread. The loop is woken
   // only when its inbox goes from empty to non-empty; from another io_uring
-  // loop's thread the wake-up is an IORING_OP_MSG_RING sent with that loop's
-  // next submit, otherwise an eventfd write.
+  // loop's thread the wake-up is an IORING_OP_MSG_RING submitted at once,
+  // otherwise an eventfd write.
   void Post(Inbox::Fn fn);
   // Runs `task` on this loop; it is destroyed (cancelled) if still running
   // when the loop is destroyed. Loop thread only.
@@ -280,7 +280,11 @@ class EventLoop : public pool::Runtime {
   std::unordered_map<uint64_t, TimePoint> timer_deadlines_;
   uint64_t next_timer_id_ = 0;
 
+  // Spawned tasks; finished_tasks_ counts those that finished since the
+  // last ReapFinishedTasks (each task's promise points at it).
   std::vector<Task<void>> tasks_;
+  size_t finished_tasks_ = 0;
+  void ReapFinishedTasks();
 };
 
 }  // namespace ringrpc::runtime

@@ -121,6 +121,12 @@ class UringLoop final : public EventLoop {
                            kMsgRingIn, 0);
     io_uring_sqe_set_data64(sqe, kMsgRingSent);
     ++stats_.msg_rings_sent;
+    // Submitted now, not with this loop's next submit: the code that
+    // posted may go on to block this thread (a blocking call to another
+    // channel's CQ thread from a callback), and a wake-up that waits for
+    // our next turn would then never be sent (issue 11: a lost wake-up).
+    // Posts from one loop to another are off the per-call path.
+    io_uring_submit(&ring_);
     return true;
   }
 
