@@ -316,6 +316,9 @@ struct ClientCall::Impl {
   std::shared_ptr<channel::ChannelState> channel;
   runtime::EventLoop* loop = nullptr;  // the CQ thread the call lives on
   ClientContext* ctx = nullptr;
+  // The context's cancel state, held: the call may be destroyed after its
+  // context (the destructor must not read the context).
+  std::shared_ptr<internal::CancelState> cancel_state;
   std::shared_ptr<channel::Subchannel> sc;
   channel::SubchannelLease lease;             // destroyed after `call`
   std::unique_ptr<transport::Call> call;
@@ -327,11 +330,15 @@ struct ClientCall::Impl {
   std::shared_ptr<CancelTarget> alive;
 
   ~Impl() {
-    if (ctx != nullptr) {
-      auto cs = internal::CallAccess::cancel(*ctx);
-      std::lock_guard<std::mutex> lock(cs->mu);
-      cs->running.reset();
-      cs->cancel_running = nullptr;
+    if (cancel_state != nullptr) {
+      std::lock_guard<std::mutex> lock(cancel_state->mu);
+      // Only our own registration: a reused context may already carry the
+      // next call's.
+      const std::weak_ptr<void>& r = cancel_state->running;
+      if (!r.owner_before(alive) && !alive.owner_before(r)) {
+        cancel_state->running.reset();
+        cancel_state->cancel_running = nullptr;
+      }
     }
     if (alive) alive->call = nullptr;
     if (lease && !(*lease)->accepting_streams()) lease.Poison();
@@ -507,6 +514,7 @@ pool::Task<std::unique_ptr<ClientCall>> ChannelState::Open(const std::string& me
     impl->channel = shared_from_this();
     impl->loop = &loop;
     impl->ctx = ctx;
+    impl->cancel_state = cancel_state;
     impl->sc = sc;
     impl->lease = std::move(leased);
     impl->call = std::move(*call);

@@ -120,6 +120,9 @@ absl::StatusOr<ChannelConfig> ParseChannelArguments(const ChannelArguments& args
   Reader r(args);
   auto ms = [](int v) { return Duration(milliseconds(v)); };
   auto& conn = c.connection;
+  // Unset: each attempt gets the backoff's connect deadline (gRPC's
+  // connection-backoff.md); set, it bounds every attempt (subchannel.cc).
+  conn.connect_timeout = Duration::max();
 
   r.Int("grpc.max_receive_message_length", -1, INT_MAX, [&](int v) {
     conn.max_receive_message_size = v < 0 ? UINT32_MAX : uint32_t(v);

@@ -1,13 +1,20 @@
 #include "client/channel/target.h"
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 
 namespace ringrpc::channel {
 namespace {
 
+// The target as it may appear in a message: control and non-ASCII bytes
+// (NUL included) escaped, so a log line never carries raw bytes.
+std::string Printable(std::string_view s) {
+  return absl::CHexEscape(absl::string_view(s.data(), s.size()));
+}
+
 absl::Status Bad(std::string_view target, std::string_view why) {
-  return absl::InvalidArgumentError(absl::StrCat("invalid target \"", std::string(target),
+  return absl::InvalidArgumentError(absl::StrCat("invalid target \"", Printable(target),
                                                  "\": ", std::string(why)));
 }
 
@@ -30,6 +37,14 @@ absl::StatusOr<Target> HostPort(std::string_view target, std::string_view hp) {
     port = hp.substr(colon + 1);
   }
   if (host.empty()) return Bad(target, "missing host");
+  for (char c : host) {
+    // A DNS name or an IP literal: never bytes for getaddrinfo to guess at.
+    auto u = static_cast<unsigned char>(c);
+    if (u <= 0x20 || u >= 0x7f || c == '/' || c == '\\' || c == '@' || c == '?' || c == '#') {
+      return Bad(target, absl::StrCat("host contains the byte 0x", absl::Hex(u, absl::kZeroPad2),
+                                      ", which no host name or address has"));
+    }
+  }
   if (!port.empty()) {
     uint32_t p = 0;
     for (char c : port) {
@@ -58,8 +73,8 @@ absl::StatusOr<Target> StaticList(std::string_view target, std::string_view list
     if (!a.ok()) return Bad(target, std::string(a.status().message()));
     if ((prefix == "ipv4" && a->family() != AF_INET) ||
         (prefix == "ipv6" && a->family() != AF_INET6)) {
-      return Bad(target, absl::StrCat("\"", std::string(part.data(), part.size()),
-                                      "\" is not an ", std::string(prefix), " address"));
+      return Bad(target, absl::StrCat("\"", Printable(part), "\" is not an ",
+                                      std::string(prefix), " address"));
     }
     t.addresses.push_back(*a);
   }
@@ -95,7 +110,7 @@ absl::StatusOr<Target> ParseTarget(std::string_view target) {
     return HostPort(target, rest);
   }
   if (size_t scheme = target.find("://"); scheme != std::string_view::npos) {
-    return Bad(target, absl::StrCat("unknown scheme \"", std::string(target.substr(0, scheme)),
+    return Bad(target, absl::StrCat("unknown scheme \"", Printable(target.substr(0, scheme)),
                                     "\" (ringrpc knows dns, ipv4, ipv6, unix, unix-abstract)"));
   }
   return HostPort(target, target);

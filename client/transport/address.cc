@@ -6,6 +6,7 @@
 
 #include <cstring>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 
 namespace ringrpc::transport {
@@ -13,7 +14,8 @@ namespace {
 
 absl::Status Bad(std::string_view text, std::string_view why) {
   return absl::InvalidArgumentError(
-      absl::StrCat("bad address \"", std::string(text), "\": ", std::string(why)));
+      absl::StrCat("bad address \"", absl::CHexEscape(absl::string_view(text.data(), text.size())),
+                   "\": ", std::string(why)));
 }
 
 absl::StatusOr<uint16_t> ParsePort(std::string_view text, std::string_view p) {

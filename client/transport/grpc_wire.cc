@@ -1,5 +1,7 @@
 #include "client/transport/grpc_wire.h"
 
+#include <new>
+
 #include <cctype>
 #include <chrono>
 
@@ -141,10 +143,21 @@ void MessageDecoder::Parse() {
       in_body_ = true;
       need_ = len;
       current_.clear();
-      current_.reserve(len);  // bounded by max_, checked above
+      // What has arrived, not what the peer announces: a 4 GiB prefix
+      // under an unlimited receive size must not allocate 4 GiB up front.
+      current_.reserve(std::min<size_t>(len, buf_.size() - pos));
     }
     size_t take = std::min(need_, buf_.size() - pos);
-    current_.append(buf_, pos, take);
+    try {
+      current_.append(buf_, pos, take);
+    } catch (const std::bad_alloc&) {
+      // Out of memory (or address space) growing a message: the call ends
+      // with a status; nothing escapes into the user's code.
+      error_ = absl::ResourceExhaustedError(absl::StrCat(
+          "out of memory receiving a message of ", current_.size() + need_, " bytes"));
+      std::string().swap(current_);
+      break;
+    }
     pos += take;
     need_ -= take;
     if (need_ != 0) break;

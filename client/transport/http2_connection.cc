@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "absl/container/inlined_vector.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 
 namespace ringrpc::transport {
@@ -34,7 +35,23 @@ nghttp2_nv Header(std::string_view name, std::string_view value) {
 // Metadata keys the application may not set: they are the protocol's.
 bool IsReservedKey(std::string_view k) {
   return k.empty() || k[0] == ':' || k == "te" || k == "content-type" ||
-         k == "user-agent" || k.rfind("grpc-", 0) == 0;
+         k == "user-agent" || k.rfind("grpc-", 0) == 0 ||
+         // Connection-specific fields: HTTP/2 forbids them (RFC 9113 8.2.2).
+         k == "connection" || k == "transfer-encoding" || k == "upgrade" ||
+         k == "keep-alive" || k == "proxy-connection";
+}
+
+// nghttp2's default limit on one outgoing header block (HEADERS plus its
+// CONTINUATIONs): above it nghttp2 drops the HEADERS and closes the stream
+// as if refused, which would look safe to retry.
+constexpr size_t kMaxSendHeaderBlock = 65536;
+
+// "application/grpc", alone or followed by '+' or ';' (gRPC's
+// PROTOCOL-HTTP2.md).
+bool IsGrpcContentType(std::string_view v) {
+  constexpr std::string_view kGrpc = "application/grpc";
+  if (v.substr(0, kGrpc.size()) != kGrpc) return false;
+  return v.size() == kGrpc.size() || v[kGrpc.size()] == '+' || v[kGrpc.size()] == ';';
 }
 
 absl::Status ValidateMetadata(const Metadata& md) {
@@ -256,6 +273,16 @@ struct Http2Connection::Callbacks {
       call->grpc_status_ = std::string(v);
     } else if (k == "grpc-message") {
       call->grpc_message_ = PercentDecode(v);
+    } else if (k == "content-type") {
+      // gRPC requires application/grpc*; a 200 with anything else is not a
+      // gRPC server answering (a proxy's error page, say). Other HTTP
+      // statuses are mapped from the status instead.
+      if (!call->headers_received_ && call->http_status_ == 200 && !IsGrpcContentType(v)) {
+        call->End(absl::UnknownError(absl::StrCat(
+            "the server answered with content-type \"", absl::CHexEscape(absl::string_view(v.data(), v.size())),
+            "\", not application/grpc")));
+        return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;  // nghttp2 resets the stream
+      }
     } else if (k == "grpc-status-details-bin") {
       absl::StatusOr<std::string> d = DecodeBinaryHeader(v);
       if (d.ok()) call->details_ = std::move(*d);
@@ -965,6 +992,28 @@ absl::StatusOr<std::unique_ptr<Call>> Http2Connection::StartCall(CallOptions opt
         "method path \"", std::string(options.path), "\" must look like /package.Service/Method"));
   }
   if (absl::Status s = ValidateMetadata(options.metadata); !s.ok()) return s;
+  {
+    // What the server will accept (SETTINGS_MAX_HEADER_LIST_SIZE, counted
+    // as RFC 7541 does) and what nghttp2 will send: over either, the call
+    // can never succeed, so it fails here and is not retried.
+    size_t list = 0, block = 0;
+    for (const auto& [k, v] : options.metadata) {
+      size_t value = IsBinaryHeader(k) ? (v.size() + 2) / 3 * 4 : v.size();
+      list += k.size() + value + 32;
+      block += k.size() + value + 2;
+    }
+    const size_t fixed = options.path.size() + options_.authority.size() + 256;
+    const uint32_t peer = session_ ? nghttp2_session_get_remote_settings(
+                                         session_, NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE)
+                                   : UINT32_MAX;
+    if (list + fixed > peer || block + fixed > kMaxSendHeaderBlock) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "request metadata of ", list, " bytes is over the limit of ",
+          std::min<size_t>(peer, kMaxSendHeaderBlock),
+          list + fixed > peer ? " bytes the server accepts (SETTINGS_MAX_HEADER_LIST_SIZE)"
+                              : " bytes of one HTTP/2 header block"));
+    }
+  }
 
   std::string timeout;
   absl::InlinedVector<nghttp2_nv, 12> nva = {
