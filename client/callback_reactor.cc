@@ -110,12 +110,13 @@ class ReactorCore : public std::enable_shared_from_this<ReactorCore> {
         writes_.push_back(Op{.kind = Kind::kWrite, .bytes = std::move(request_), .last = true,
                              .report = false});
       }
-      ++running_;
+      // Both counted before either starts: a call that has already ended
+      // (a deadline in the past) finishes its Finisher synchronously, and
+      // OnDone must not run while the response reader is still to come.
+      const bool read_response = kind_ == ReactorKind::kClientStreaming;
+      running_ += read_response ? 2 : 1;
       loop_->Spawn(Finisher(self));
-      if (kind_ == ReactorKind::kClientStreaming) {
-        ++running_;
-        loop_->Spawn(ReadResponse(self));
-      }
+      if (read_response) loop_->Spawn(ReadResponse(self));
     }
     for (Op& op : std::exchange(before_open_, {})) Apply(std::move(op));
     PumpWrites();

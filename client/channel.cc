@@ -67,6 +67,10 @@ std::shared_ptr<CqThreads> SharedCqThreads(absl::Status* error) {
 // is "now" (the call ends DEADLINE_EXCEEDED at once); more than a year
 // ahead (time_point::max() included) is no deadline. No subtraction of two
 // arbitrary time points, so nothing overflows.
+// How many times one call may pick another address after the picked one
+// failed or was backing off, before it reports the failure.
+constexpr int kMaxRepicks = 8;
+
 TimePoint ToLoopTime(std::chrono::system_clock::time_point deadline, TimePoint now) {
   const auto wall = std::chrono::system_clock::now();
   if (deadline <= wall) return now;
@@ -210,20 +214,32 @@ struct ChannelState : std::enable_shared_from_this<ChannelState> {
     }
     size_t n = pt.list.size();
     if (n == 0) return nullptr;
+    // As gRPC's pickers: a READY address if there is one; else one that is
+    // not failing (IDLE or CONNECTING: a call there waits for the dial);
+    // else any (the call learns why it fails). Records are shared by every
+    // thread, so READY means some thread has a connection there.
+    auto ready = [](const std::shared_ptr<Subchannel>& sc) {
+      return sc->record->state() == ConnectivityState::kReady;
+    };
     auto usable = [](const std::shared_ptr<Subchannel>& sc) {
       return sc->record->state() != ConnectivityState::kTransientFailure;
     };
     if (config.lb_policy == LbPolicy::kPickFirst) {
       for (auto& sc : pt.list) {
+        if (ready(sc)) return sc;
+      }
+      for (auto& sc : pt.list) {
         if (usable(sc)) return sc;
       }
       return pt.list[0];
     }
-    for (size_t k = 0; k < n; ++k) {
-      size_t i = (pt.next + k) % n;
-      if (usable(pt.list[i])) {
-        pt.next = (i + 1) % n;
-        return pt.list[i];
+    for (auto pred : {+ready, +usable}) {
+      for (size_t k = 0; k < n; ++k) {
+        size_t i = (pt.next + k) % n;
+        if (pred(pt.list[i])) {
+          pt.next = (i + 1) % n;
+          return pt.list[i];
+        }
       }
     }
     return pt.list[pt.next++ % n];
@@ -459,6 +475,10 @@ pool::Task<std::unique_ptr<ClientCall>> ChannelState::Open(const std::string& me
       // if wait_for_ready): no dial, no waiting in the pool.
       if (absl::Status backoff = sc->record->CheckBackoff(loop.Now()); !backoff.ok()) {
         last = backoff;
+        // Picked while another thread's dial was failing: another address
+        // that is READY or connecting takes the call (a fail-fast call
+        // fails only when there is none).
+        if (attempt < kMaxRepicks && AnotherUsable(*index, sc)) continue;
         if (!ctx->wait_for_ready()) {
           *out = Status::FromAbsl(backoff);
           co_return nullptr;
@@ -483,7 +503,7 @@ pool::Task<std::unique_ptr<ClientCall>> ChannelState::Open(const std::string& me
       resolver->RequestReresolution();
       // The address just failed (its record is now TRANSIENT_FAILURE): like
       // gRPC's pickers, try another address before failing the call.
-      if (attempt < 8 && AnotherUsable(*index, sc)) continue;
+      if (attempt < kMaxRepicks && AnotherUsable(*index, sc)) continue;
       if (!ctx->wait_for_ready() || last.code() == absl::StatusCode::kFailedPrecondition) {
         *out = Status(StatusCode::UNAVAILABLE, std::string(last.message()));
         co_return nullptr;

@@ -197,6 +197,11 @@ void EventLoop::RunOnce(Duration max_wait) {
   ++stats_.turns;
   now_ = pool::Clock::now();
   RunDue();
+  // Before waiting, too: a task that finished in RunDue (a posted start, a
+  // timer) must not wait for the next wake-up to be freed, which may never
+  // come on an idle loop. What its destructors post or defer shortens the
+  // wait below.
+  ReapFinishedTasks();
   Duration timeout = TimeToNextTimer();
   if (max_wait >= Duration::zero() &&
       (timeout < Duration::zero() || max_wait < timeout)) {

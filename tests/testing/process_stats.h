@@ -23,6 +23,28 @@ inline long RssKiB() {
   return -1;
 }
 
+// Threads of this process (-1 if unreadable).
+inline long ThreadCount() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("Threads:", 0) == 0) return std::atol(line.c_str() + 8);
+  }
+  return -1;
+}
+
+// Open file descriptors of this process (sockets, io_uring instances,
+// eventfds, files), not counting the one used to list them.
+inline int OpenFds() {
+  int n = 0;
+  DIR* d = opendir("/proc/self/fd");
+  while (dirent* e = readdir(d)) {
+    if (e->d_name[0] != '.') ++n;
+  }
+  closedir(d);
+  return n - 1;
+}
+
 // File descriptors of this process that are sockets.
 inline int OpenSockets() {
   int n = 0;

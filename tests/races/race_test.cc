@@ -1,0 +1,634 @@
+// The caller-side race suite (issue 11): a randomized, seeded stress of the
+// public API from many threads at once against real grpc++ server processes
+// and a silent raw server. Rounds of: channels made with random settings
+// (process-wide or own CQ threads, pick_first / round_robin, a manual
+// resolver that moves between backends); user threads issuing unary and
+// streaming calls in blocking, callback, reactor and coroutine form, with
+// deadlines from time_point::min() to max(); a canceller calling TryCancel
+// at random moments (before start, during connect, mid-stream, after the
+// end); Invalidate(), GetState, resolver updates; contexts reused; the
+// channel's last reference dropped with calls queued, in flight, or inside
+// their own callbacks.
+//
+// After every round: each started call ended exactly once, with a status
+// from the allowed set, and an OK call carries its own response (never
+// another call's). At the end, once the last channel is gone: no fd or
+// thread left over, RSS back near its baseline (unsanitized builds).
+//
+// RINGRPC_RACE_SECONDS (default 20) bounds the run; RINGRPC_RACE_SEED
+// replays a seed (every failure prints the one to use). tools/races.sh runs
+// it for minutes with fresh seeds.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "client/blocking_stream.h"
+#include "client/callback_reactor.h"
+#include "client/channel.h"
+#include "client/channel/resolver.h"
+#include "client/transport/address.h"
+#include "client/transport/testing/raw_server.h"
+#include "tests/proto/echo_test.ringrpc.pb.h"
+#include "tests/testing/process_stats.h"
+#include "tests/testing/server_process.h"
+
+namespace ringrpc {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+using test::EchoRequest;
+using test::EchoResponse;
+using test::ringrpc::TestService;
+using SysClock = std::chrono::system_clock;
+using Rng = std::mt19937_64;
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr bool kSanitized = true;
+#else
+constexpr bool kSanitized = false;
+#endif
+
+uint64_t EnvU64(const char* name, uint64_t fallback) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0' ? std::strtoull(v, nullptr, 10) : fallback;
+}
+
+enum class Form { kBlockingUnary, kAsyncUnary, kCoroutineUnary, kBlockingServerStream,
+                  kReadReactor, kWriteReactor, kBidiReactor, kBlockingBidi, kCount };
+const char* FormName(Form f) {
+  static const char* names[] = {"blocking unary", "async unary",  "coroutine unary",
+                                "blocking server stream", "read reactor", "write reactor",
+                                "bidi reactor", "blocking bidi"};
+  return names[static_cast<int>(f)];
+}
+
+// One call as the suite sees it: what it asked, how it ended (each ending
+// counted), and whether the answer was its own.
+struct CallRec {
+  uint64_t id = 0;
+  Form form = Form::kBlockingUnary;
+  bool silent_target = false;  // the raw server that never speaks
+  std::string payload;         // unique to the call
+  int messages = 0;            // streams: how many each way
+  ClientContext ctx;
+  EchoRequest req;
+  EchoResponse resp;
+  std::atomic<int> ends{0};
+  Status status;
+  std::string mismatch;  // set when an OK call's answer is not its own
+  void End(Status s, std::string wrong = "") {
+    if (ends.load(std::memory_order_relaxed) == 0) {
+      status = std::move(s);
+      mismatch = std::move(wrong);
+    }
+    ends.fetch_add(1, std::memory_order_acq_rel);
+  }
+};
+using CallPtr = std::shared_ptr<CallRec>;
+
+struct Stats {
+  std::atomic<uint64_t> calls{0}, cancels{0}, destructions{0}, invalidates{0}, updates{0},
+      ok{0}, cancelled{0}, deadline{0}, unavailable{0};
+};
+
+// ---- the reactors (each deletes itself in OnDone, as grpc++ code often does) ----------
+
+class ReadOnce final : public ClientReadReactor<EchoResponse> {
+ public:
+  ReadOnce(TestService::Stub* stub, CallPtr c) : c_(std::move(c)) {
+    stub->async()->ServerStream(&c_->ctx, &c_->req, this);
+    StartRead(&m_);
+    StartCall();
+  }
+  void OnReadDone(bool ok) override {
+    if (!ok) return;
+    if (m_.count() != seen_ || m_.payload().size() != c_->req.response_size()) {
+      wrong_ = absl::StrCat("message ", seen_, " was count ", m_.count(), " size ",
+                            m_.payload().size());
+    }
+    ++seen_;
+    StartRead(&m_);
+  }
+  void OnDone(const Status& s) override {
+    if (s.ok() && wrong_.empty() && seen_ != c_->messages) {
+      wrong_ = absl::StrCat(seen_, " messages, asked for ", c_->messages);
+    }
+    c_->End(s, wrong_);
+    delete this;
+  }
+
+ private:
+  CallPtr c_;
+  EchoResponse m_;
+  int seen_ = 0;
+  std::string wrong_;
+};
+
+class WriteAll final : public ClientWriteReactor<EchoRequest> {
+ public:
+  WriteAll(TestService::Stub* stub, CallPtr c) : c_(std::move(c)) {
+    stub->async()->ClientStream(&c_->ctx, &c_->resp, this);
+    Next();
+    StartCall();
+  }
+  void OnWriteDone(bool ok) override {
+    if (ok) Next();
+  }
+  void OnDone(const Status& s) override {
+    std::string wrong;
+    const int64_t want = int64_t(c_->payload.size()) * c_->messages;
+    if (s.ok() && (c_->resp.count() != c_->messages || c_->resp.total_bytes() != want)) {
+      wrong = absl::StrCat("server saw ", c_->resp.count(), " messages / ",
+                           c_->resp.total_bytes(), " bytes, sent ", c_->messages, " / ", want);
+    }
+    c_->End(s, wrong);
+    delete this;
+  }
+
+ private:
+  void Next() {
+    if (sent_ == c_->messages) {
+      StartWritesDone();
+      return;
+    }
+    ++sent_;
+    out_.set_payload(c_->payload);
+    StartWrite(&out_);
+  }
+  CallPtr c_;
+  EchoRequest out_;
+  int sent_ = 0;
+};
+
+class PingPong final : public ClientBidiReactor<EchoRequest, EchoResponse> {
+ public:
+  PingPong(TestService::Stub* stub, CallPtr c) : c_(std::move(c)) {
+    stub->async()->Bidi(&c_->ctx, this);
+    Send();
+    StartRead(&in_);
+    StartCall();
+  }
+  void OnReadDone(bool ok) override {
+    if (!ok) return;
+    std::string want = absl::StrCat(c_->payload, "/", got_);
+    if (in_.payload() != want) wrong_ = absl::StrCat("got \"", in_.payload(), "\" for ", want);
+    ++got_;
+    if (sent_ < c_->messages) Send();
+    StartRead(&in_);
+  }
+  void OnDone(const Status& s) override {
+    if (s.ok() && wrong_.empty() && got_ != c_->messages) {
+      wrong_ = absl::StrCat(got_, " echoes of ", c_->messages);
+    }
+    c_->End(s, wrong_);
+    delete this;
+  }
+
+ private:
+  void Send() {
+    out_.set_payload(absl::StrCat(c_->payload, "/", sent_));
+    ++sent_;
+    if (sent_ == c_->messages) {
+      StartWriteLast(&out_, WriteOptions());
+    } else {
+      StartWrite(&out_);
+    }
+  }
+  CallPtr c_;
+  EchoRequest out_;
+  EchoResponse in_;
+  int sent_ = 0, got_ = 0;
+  std::string wrong_;
+};
+
+pool::Task<void> CoroutineUnary(std::shared_ptr<TestService::Stub> stub, CallPtr c) {
+  Status s = co_await stub->co_Unary(&c->ctx, c->req, &c->resp);
+  c->End(s, s.ok() && c->resp.payload() != c->payload
+                ? absl::StrCat("got \"", c->resp.payload(), "\"")
+                : "");
+}
+
+// ---- one round --------------------------------------------------------------------------
+
+struct Backends {
+  std::vector<std::unique_ptr<testing::ServerProcess>> servers;
+  std::unique_ptr<transport::testing::RawServer> silent;
+};
+
+class Round {
+ public:
+  Round(const Backends& b, uint64_t seed, Stats* stats) : b_(b), seed_(seed), stats_(stats) {}
+
+  // Runs the round; returns every call it started.
+  std::vector<CallPtr> Run() {
+    Rng rng(seed_);
+    MakeChannel(rng);
+    const int threads = 2 + int(rng() % 3);
+    std::vector<std::thread> users;
+    for (int t = 0; t < threads; ++t) {
+      users.emplace_back([this, t] { User(Rng(seed_ * 31 + t + 1)); });
+    }
+    std::thread canceller([this] { Canceller(Rng(seed_ * 17 + 7)); });
+    std::thread chaos([this] { Chaos(Rng(seed_ * 13 + 5)); });
+    for (auto& u : users) u.join();
+    stop_ = true;
+    canceller.join();
+    chaos.join();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      channel_.reset();
+      stub_.reset();
+      resolver_.reset();
+      ++stats_->destructions;
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    return calls_;
+  }
+
+ private:
+  void MakeChannel(Rng& rng) {
+    ChannelArguments args;
+    if (rng() % 2) args.SetInt("ringrpc.cq_threads", 1 + int(rng() % 2));
+    if (rng() % 2) {
+      args.SetString("grpc.service_config",
+                     R"({"loadBalancingConfig":[{"round_robin":{}}]})");
+    }
+    silent_ = rng() % 4 == 0;
+    if (const char* only = std::getenv("RINGRPC_RACE_SILENT"); only && *only) {
+      silent_ = *only == '1';  // triage: only silent (1) or only live (0) targets
+    }
+    if (silent_) {
+      args.SetInt("ringrpc.connect_timeout_ms", 200);
+      channel_ = CreateCustomChannel(b_.silent->address(), InsecureChannelCredentials(), args);
+    } else {
+      resolver_ = std::make_shared<channel::ManualResolver>();
+      resolver_->Push(Addresses(rng));
+      channel_ = CreateChannelWithResolver("localhost", resolver_, args);
+    }
+    stub_ = std::shared_ptr<TestService::Stub>(TestService::NewStub(channel_).release());
+  }
+
+  channel::AddressList Addresses(Rng& rng) {
+    channel::AddressList list;
+    for (auto& s : b_.servers) {
+      if (rng() % 3 != 0 || list.empty()) list.push_back(*transport::Address::Parse(s->address()));
+    }
+    return list;
+  }
+
+  std::shared_ptr<TestService::Stub> Stub() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return stub_;
+  }
+  std::shared_ptr<Channel> Chan() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return channel_;
+  }
+
+  CallPtr NewCall(Rng& rng, Form form) {
+    auto c = std::make_shared<CallRec>();
+    c->id = next_id_.fetch_add(1);
+    c->form = form;
+    c->silent_target = silent_;
+    c->payload = absl::StrCat("s", seed_, "c", c->id, std::string(rng() % 64, 'q'));
+    c->messages = 1 + int(rng() % 4);
+    c->req.set_payload(c->payload);
+    c->req.set_sleep_ms(rng() % 5 == 0 ? int(rng() % 30) : 0);
+    c->req.set_count(c->messages);
+    // Server streams answer with messages of this size (a unary call with it
+    // set would be answered with it instead of its payload).
+    if (form == Form::kBlockingServerStream || form == Form::kReadReactor) {
+      c->req.set_response_size(1 + int(c->id % 50));
+    }
+    SetDeadline(rng, c->ctx, silent_);
+    if (rng() % 8 == 0) c->ctx.set_wait_for_ready(true);
+    if (rng() % 3 == 0) c->ctx.AddMetadata("x-race", std::to_string(c->id));
+    if (rng() % 25 == 0) {  // cancelled before it starts
+      c->ctx.TryCancel();
+      ++stats_->cancels;
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      calls_.push_back(c);
+      recent_.push_back(c);
+      if (recent_.size() > 64) recent_.pop_front();
+    }
+    ++stats_->calls;
+    return c;
+  }
+
+  static void SetDeadline(Rng& rng, ClientContext& ctx, bool silent) {
+    const auto now = SysClock::now();
+    switch (rng() % 8) {
+      case 0: ctx.set_deadline(SysClock::time_point::min()); break;
+      case 1: ctx.set_deadline(now - milliseconds(rng() % 1000)); break;
+      case 2: ctx.set_deadline(now + milliseconds(rng() % 20)); break;
+      case 3: ctx.set_deadline(now + milliseconds(20 + rng() % 200)); break;
+      case 4:
+        if (!silent) {
+          ctx.set_deadline(SysClock::time_point::max());
+          break;
+        }
+        [[fallthrough]];
+      case 5:
+        if (!silent) break;  // no deadline
+        [[fallthrough]];
+      default: ctx.set_deadline(now + milliseconds(silent ? 300 : 10000)); break;
+    }
+  }
+
+  void User(Rng rng) {
+    const int ops = 20 + int(rng() % 40);
+    for (int i = 0; i < ops; ++i) {
+      auto stub = Stub();
+      auto channel = Chan();
+      if (!stub) return;
+      Form form = static_cast<Form>(rng() % static_cast<int>(Form::kCount));
+      // Triage: RINGRPC_RACE_FORMS, a bit mask of the forms to use.
+      static const uint64_t forms = EnvU64("RINGRPC_RACE_FORMS", ~uint64_t{0});
+      if (!(forms >> static_cast<int>(form) & 1)) continue;
+      CallPtr c = NewCall(rng, form);
+      switch (form) {
+        case Form::kBlockingUnary: {
+          Status s = stub->Unary(&c->ctx, c->req, &c->resp);
+          c->End(s, s.ok() && c->resp.payload() != c->payload
+                        ? absl::StrCat("got \"", c->resp.payload(), "\"")
+                        : "");
+          break;
+        }
+        case Form::kAsyncUnary: {
+          // Sometimes the callback holds the last reference to the channel
+          // and lets go of it inside the callback.
+          std::shared_ptr<Channel> keep = rng() % 3 == 0 ? channel : nullptr;
+          stub->async()->Unary(&c->ctx, &c->req, &c->resp,
+                               [c, keep = std::move(keep)](Status s) mutable {
+                                 c->End(s, s.ok() && c->resp.payload() != c->payload
+                                               ? absl::StrCat("got \"", c->resp.payload(), "\"")
+                                               : "");
+                                 keep.reset();
+                               });
+          break;
+        }
+        case Form::kCoroutineUnary:
+          channel->Spawn(CoroutineUnary(stub, c));
+          break;
+        case Form::kBlockingServerStream: {
+          auto reader = stub->ServerStream(&c->ctx, c->req);
+          EchoResponse m;
+          int n = 0;
+          std::string wrong;
+          while (reader->Read(&m)) {
+            if (m.count() != n || m.payload().size() != c->req.response_size()) {
+              wrong = absl::StrCat("message ", n, " was count ", m.count());
+            }
+            ++n;
+            if (rng() % 20 == 0) {  // walk away mid-stream
+              c->ctx.TryCancel();
+              ++stats_->cancels;
+            }
+          }
+          Status s = reader->Finish();
+          if (s.ok() && wrong.empty() && n != c->messages) {
+            wrong = absl::StrCat(n, " messages of ", c->messages);
+          }
+          c->End(s, wrong);
+          if (rng() % 4 == 0) reader.reset();  // else destroyed at scope end
+          break;
+        }
+        case Form::kReadReactor: new ReadOnce(stub.get(), c); break;
+        case Form::kWriteReactor: new WriteAll(stub.get(), c); break;
+        case Form::kBidiReactor: new PingPong(stub.get(), c); break;
+        case Form::kBlockingBidi: {
+          auto rw = stub->Bidi(&c->ctx);
+          std::string wrong;
+          int got = 0;
+          for (int k = 0; k < c->messages; ++k) {
+            EchoRequest out;
+            out.set_payload(absl::StrCat(c->payload, "/", k));
+            if (!rw->Write(out)) break;
+            EchoResponse in;
+            if (!rw->Read(&in)) break;
+            if (in.payload() != out.payload()) wrong = absl::StrCat("got \"", in.payload(), "\"");
+            ++got;
+          }
+          rw->WritesDone();
+          Status s = rw->Finish();
+          if (s.ok() && wrong.empty() && got != c->messages) {
+            wrong = absl::StrCat(got, " echoes of ", c->messages);
+          }
+          c->End(s, wrong);
+          break;
+        }
+        case Form::kCount: break;
+      }
+      // A reused context: a second blocking unary on the same one.
+      if (form == Form::kBlockingUnary && rng() % 10 == 0) {
+        CallPtr again = NewCall(rng, Form::kBlockingUnary);
+        Status s = stub->Unary(&c->ctx, again->req, &again->resp);
+        again->End(s, s.ok() && again->resp.payload() != again->payload ? "wrong payload" : "");
+      }
+      if (rng() % 16 == 0) std::this_thread::sleep_for(milliseconds(rng() % 5));
+      // Drop the channel while calls are queued or in flight.
+      if (rng() % 97 == 0) {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (channel_) {
+          channel_.reset();
+          stub_.reset();
+          ++stats_->destructions;
+        }
+        return;
+      }
+    }
+  }
+
+  void Canceller(Rng rng) {
+    while (!stop_) {
+      CallPtr victim;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (!recent_.empty()) victim = recent_[rng() % recent_.size()];
+      }
+      if (victim && rng() % 2) {
+        victim->ctx.TryCancel();  // at whatever point it is: connecting, in flight, ended
+        ++stats_->cancels;
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(rng() % 2000));
+    }
+  }
+
+  void Chaos(Rng rng) {
+    while (!stop_) {
+      std::this_thread::sleep_for(milliseconds(5 + rng() % 40));
+      auto channel = Chan();
+      if (!channel) continue;
+      switch (rng() % 5) {
+        case 0:
+          channel->Invalidate();
+          ++stats_->invalidates;
+          break;
+        case 1:
+          if (resolver_) {
+            resolver_->Push(Addresses(rng));
+            ++stats_->updates;
+          }
+          break;
+        case 2: (void)channel->GetState(rng() % 2); break;
+        case 3:
+          (void)channel->WaitForConnected(SysClock::now() + milliseconds(rng() % 20));
+          break;
+        default: (void)channel->MetricsText(); break;
+      }
+    }
+  }
+
+  const Backends& b_;
+  const uint64_t seed_;
+  Stats* stats_;
+  std::mutex mu_;
+  std::shared_ptr<Channel> channel_;
+  std::shared_ptr<TestService::Stub> stub_;
+  std::shared_ptr<channel::ManualResolver> resolver_;
+  bool silent_ = false;
+  std::vector<CallPtr> calls_;
+  std::deque<CallPtr> recent_;
+  std::atomic<uint64_t> next_id_{0};
+  std::atomic<bool> stop_{false};
+};
+
+bool AllowedEnd(const CallRec& c) {
+  switch (c.status.error_code()) {
+    case StatusCode::OK:
+    case StatusCode::CANCELLED:
+    case StatusCode::DEADLINE_EXCEEDED:
+      return true;
+    // Only the silent server's calls: live backends, resolver updates
+    // and Invalidate() must never fail a call.
+    case StatusCode::UNAVAILABLE:
+      return c.silent_target;
+    default:
+      return false;
+  }
+}
+
+TEST(Races, EveryCallEndsOnceWithItsOwnAnswerAndNothingLeaks) {
+  const uint64_t seed = EnvU64("RINGRPC_RACE_SEED", std::random_device()() ^
+                                                       uint64_t(SysClock::now().time_since_epoch().count()));
+  const uint64_t budget_s = EnvU64("RINGRPC_RACE_SECONDS", 20);
+  const std::string replay =
+      absl::StrCat("replay: RINGRPC_RACE_SEED=", seed, " RINGRPC_RACE_SECONDS=", budget_s);
+  std::printf("race seed %llu (%s)\n", static_cast<unsigned long long>(seed), replay.c_str());
+  SCOPED_TRACE(replay);
+
+  const int fds_before = testing::OpenFds();
+  const long threads_before = testing::ThreadCount();
+  long rss_before = 0;
+  Stats stats;
+  uint64_t rounds = 0, seeds_tried = 0, live_unavailable = 0;
+  std::vector<std::string> live_unavailable_samples;
+  {
+    Backends b;
+    for (int i = 0; i < 2; ++i) {
+      auto s = testing::ServerProcess::Start();
+      ASSERT_TRUE(s.ok()) << s.status();
+      b.servers.push_back(std::move(*s));
+    }
+    b.silent = std::make_unique<transport::testing::RawServer>("");
+    const int fds_backends = testing::OpenFds();
+    const auto end = std::chrono::steady_clock::now() + seconds(budget_s);
+    while (std::chrono::steady_clock::now() < end) {
+      const uint64_t round_seed = seed + rounds;
+      ++seeds_tried;
+      Round round(b, round_seed, &stats);
+      std::vector<CallPtr> calls = round.Run();
+      // Every call ends, within the longest deadline it could have had
+      // (10 s) plus slack; wait_for_ready / no-deadline calls to live
+      // servers end sooner.
+      const auto limit = std::chrono::steady_clock::now() + seconds(60);
+      for (const CallPtr& c : calls) {
+        while (c->ends.load(std::memory_order_acquire) == 0 &&
+               std::chrono::steady_clock::now() < limit) {
+          std::this_thread::sleep_for(milliseconds(2));
+        }
+      }
+      std::this_thread::sleep_for(milliseconds(20));  // a second ending would show now
+      for (const CallPtr& c : calls) {
+        const int ends = c->ends.load(std::memory_order_acquire);
+        ASSERT_EQ(ends, 1) << "round seed " << round_seed << ": call " << c->id << " ("
+                           << FormName(c->form) << ") ended " << ends << " times";
+        ASSERT_TRUE(c->mismatch.empty())
+            << "round seed " << round_seed << ": call " << c->id << " (" << FormName(c->form)
+            << ") OK with an answer not its own: " << c->mismatch;
+        ASSERT_TRUE(AllowedEnd(*c)) << "round seed " << round_seed << ": call " << c->id << " ("
+                                    << FormName(c->form) << "): " << c->status.ToString();
+        if (!c->status.ok()) {
+          ASSERT_FALSE(c->status.error_message().empty()) << FormName(c->form);
+        }
+        if (c->silent_target) {
+          ASSERT_FALSE(c->status.ok()) << "a silent server answered?";
+        }
+        switch (c->status.error_code()) {
+          case StatusCode::OK: ++stats.ok; break;
+          case StatusCode::CANCELLED: ++stats.cancelled; break;
+          case StatusCode::DEADLINE_EXCEEDED: ++stats.deadline; break;
+          default:
+            ++stats.unavailable;
+            if (!c->silent_target && live_unavailable_samples.size() < 3) {
+              live_unavailable_samples.push_back(
+                  absl::StrCat(FormName(c->form), ": ", c->status.error_message()));
+            }
+            if (!c->silent_target) ++live_unavailable;
+            break;
+        }
+      }
+      ++rounds;
+      if (rounds == 1) rss_before = testing::RssKiB();
+    }
+    // Every channel is gone: what they held must go too (the CQ threads
+    // included; the backends' own fds stay until they are stopped).
+    EXPECT_TRUE([&] {
+      for (int i = 0; i < 1000 && testing::OpenFds() > fds_backends; ++i) {
+        std::this_thread::sleep_for(milliseconds(10));
+      }
+      return testing::OpenFds() <= fds_backends;
+    }()) << testing::OpenFds() << " fds open, " << fds_backends << " with only the backends";
+  }
+  for (int i = 0; i < 1000 && testing::ThreadCount() > threads_before; ++i) {
+    std::this_thread::sleep_for(milliseconds(10));
+  }
+  EXPECT_LE(testing::ThreadCount(), threads_before);
+  EXPECT_LE(testing::OpenFds(), fds_before);
+  const long rss_after = testing::RssKiB();
+  if (!kSanitized && rounds > 1) {
+    // Allocator caches stay; a leak per call (tens of thousands) would not.
+    EXPECT_LT(rss_after, rss_before + 64 * 1024) << rss_before << " -> " << rss_after << " KiB";
+  }
+  std::printf(
+      "races: %llu rounds (seeds %llu..%llu), %llu calls (%llu ok, %llu cancelled, %llu deadline, "
+      "%llu unavailable), %llu TryCancel, %llu channel destructions, %llu Invalidate, %llu "
+      "resolver updates; RSS %ld -> %ld KiB\n",
+      (unsigned long long)rounds, (unsigned long long)seed,
+      (unsigned long long)(seed + seeds_tried - 1), (unsigned long long)stats.calls.load(),
+      (unsigned long long)stats.ok.load(), (unsigned long long)stats.cancelled.load(),
+      (unsigned long long)stats.deadline.load(), (unsigned long long)stats.unavailable.load(),
+      (unsigned long long)stats.cancels.load(), (unsigned long long)stats.destructions.load(),
+      (unsigned long long)stats.invalidates.load(), (unsigned long long)stats.updates.load(),
+      rss_before, rss_after);
+  std::printf("UNAVAILABLE from live backends: %llu\n", (unsigned long long)live_unavailable);
+  for (const std::string& m : live_unavailable_samples) std::printf("  e.g. %s\n", m.c_str());
+  EXPECT_GT(stats.ok.load(), 0u);
+}
+
+}  // namespace
+}  // namespace ringrpc
