@@ -214,10 +214,10 @@ struct ChannelState : std::enable_shared_from_this<ChannelState> {
     }
     size_t n = pt.list.size();
     if (n == 0) return nullptr;
-    // As gRPC's pickers: a READY address if there is one; else one that is
-    // not failing (IDLE or CONNECTING: a call there waits for the dial);
-    // else any (the call learns why it fails). Records are shared by every
-    // thread, so READY means some thread has a connection there.
+    // pick_first: the first READY address if there is one; else the first
+    // that is not failing (IDLE or CONNECTING: a call there waits for the
+    // dial); else the first (the call learns why it fails). Records are
+    // shared by every thread, so READY means some thread has a connection.
     auto ready = [](const std::shared_ptr<Subchannel>& sc) {
       return sc->record->state() == ConnectivityState::kReady;
     };
@@ -233,13 +233,16 @@ struct ChannelState : std::enable_shared_from_this<ChannelState> {
       }
       return pt.list[0];
     }
-    for (auto pred : {+ready, +usable}) {
-      for (size_t k = 0; k < n; ++k) {
-        size_t i = (pt.next + k) % n;
-        if (pred(pt.list[i])) {
-          pt.next = (i + 1) % n;
-          return pt.list[i];
-        }
+    // round_robin rotates over every address that is not failing: ours
+    // connect lazily, per thread, so an IDLE address is one this rotation
+    // is about to connect (gRPC's connects all eagerly, then rotates over
+    // READY ones). A pick that meets another thread's backoff picks again
+    // (Open).
+    for (size_t k = 0; k < n; ++k) {
+      size_t i = (pt.next + k) % n;
+      if (usable(pt.list[i])) {
+        pt.next = (i + 1) % n;
+        return pt.list[i];
       }
     }
     return pt.list[pt.next++ % n];

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# The caller-side race suite (tests/races/race_test) for N minutes (default
+# 30) with fresh seeds, in the default build and, with --asan / --tsan, under
+# a sanitizer. Each run is RINGRPC_RACE_SECONDS long (default 60) with its
+# own seed; a failure prints the seed and the command that replays it.
+#   tools/races.sh [minutes] [--asan|--tsan]
+# Ends with a line "races: R runs, F failed, C calls, X TryCancel, D
+# channel destructions" (docs/reliability.md).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+tools/install-deps.sh >/dev/null || exit 1
+minutes=${1:-30}
+config=()
+case "${2:-}" in
+  --asan) config=(--config=asan) ;;
+  --tsan) config=(--config=tsan) ;;
+  "") ;;
+  *) echo "usage: tools/races.sh [minutes] [--asan|--tsan]"; exit 2 ;;
+esac
+per_run=${RINGRPC_RACE_SECONDS:-60}
+bazel build "${config[@]}" //tests/races:race_test //tests/server:test_server >/dev/null 2>&1 ||
+  { echo "build failed"; exit 1; }
+bin_dir=$(bazel info "${config[@]}" bazel-bin 2>/dev/null)
+runfiles="$bin_dir/tests/races/race_test.runfiles/ringrpc"
+log_dir="${TMPDIR:-/tmp}/ringrpc-races"
+mkdir -p "$log_dir"
+end=$(( $(date +%s) + minutes * 60 ))
+runs=0; failed=0; calls=0; cancels=0; destructions=0
+while [ "$(date +%s)" -lt "$end" ]; do
+  seed=$(od -An -N8 -tu8 /dev/urandom | tr -d ' ')
+  log="$log_dir/run-$runs.log"
+  ( cd "$runfiles" && RINGRPC_RACE_SEED=$seed RINGRPC_RACE_SECONDS=$per_run \
+      timeout $(( per_run * 4 + 120 )) ../../race_test ) > "$log" 2>&1
+  rc=$?
+  runs=$((runs + 1))
+  line=$(grep -E '^races:' "$log" | tail -1)
+  echo "run $runs seed $seed rc $rc: ${line:-no summary}"
+  if [ "$rc" -ne 0 ]; then
+    failed=$((failed + 1))
+    echo "  FAILED (log $log); replay: RINGRPC_RACE_SEED=$seed RINGRPC_RACE_SECONDS=$per_run" \
+         "bazel test ${config[*]} //tests/races:race_test --test_env=RINGRPC_RACE_SEED=$seed"
+  fi
+  n=$(sed -nE 's/.* ([0-9]+) calls .*/\1/p' <<<"$line"); calls=$((calls + ${n:-0}))
+  n=$(sed -nE 's/.* ([0-9]+) TryCancel.*/\1/p' <<<"$line"); cancels=$((cancels + ${n:-0}))
+  n=$(sed -nE 's/.* ([0-9]+) channel destructions.*/\1/p' <<<"$line")
+  destructions=$((destructions + ${n:-0}))
+done
+echo "races: $runs runs, $failed failed, $calls calls, $cancels TryCancel, $destructions channel destructions"
+[ "$failed" -eq 0 ]
