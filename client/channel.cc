@@ -1,17 +1,16 @@
 #include "client/channel.h"
 
 #include <algorithm>
-#include <condition_variable>
 #include <functional>
 #include <future>
 #include <map>
 #include <mutex>
-#include <set>
 #include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "client/channel/channel_config.h"
+#include "client/channel/channel_state.h"
 #include "client/channel/resolver.h"
 #include "client/channel/subchannel.h"
 #include "client/channel/target.h"
@@ -42,292 +41,46 @@ namespace channel {
 namespace {
 
 using internal::CallAccess;
-using runtime::CqThreads;
 using runtime::EventLoop;
 using std::chrono::milliseconds;
 
-std::shared_ptr<CqThreads> SharedCqThreads(absl::Status* error) {
-  static std::mutex mu;
-  static std::weak_ptr<CqThreads> shared;
-  std::lock_guard<std::mutex> lock(mu);
-  if (auto cq = shared.lock()) return cq;
-  absl::StatusOr<std::unique_ptr<CqThreads>> cq = CqThreads::Start({});
-  if (!cq.ok()) {
-    *error = cq.status();
-    return nullptr;
-  }
-  std::shared_ptr<CqThreads> made(std::move(*cq));
-  shared = made;
-  return made;
-}
-
-}  // namespace
-
-// Saturating: any deadline at or before now (time_point::min() included)
-// is "now" (the call ends DEADLINE_EXCEEDED at once); more than a year
-// ahead (time_point::max() included) is no deadline. No subtraction of two
-// arbitrary time points, so nothing overflows.
 // How many times one call may pick another address after the picked one
 // failed or was backing off, before it reports the failure.
 constexpr int kMaxRepicks = 8;
+// How often a call whose pick raced a resolver update that dropped its
+// address picks again (1 ms apart) before reporting "pool is closed".
+constexpr int kMaxClosedPoolRepicks = 100;
+// How often a call whose connection stopped taking streams between the
+// lease and the stream's start tries another lease.
+constexpr int kMaxStartRetries = 4;
 
-TimePoint ToLoopTime(std::chrono::system_clock::time_point deadline, TimePoint now) {
-  const auto wall = std::chrono::system_clock::now();
-  if (deadline <= wall) return now;
-  constexpr auto kFar = std::chrono::hours(24 * 365);
-  if (deadline - wall > kFar) return TimePoint::max();  // deadline > wall: no overflow
-  return now + std::chrono::duration_cast<Duration>(deadline - wall);
+pool::Task<absl::StatusOr<SubchannelLease>> Acquire(SubchannelPool p) {
+  co_return co_await p.Acquire();
 }
-
-namespace {
 
 }  // namespace
-
-// The channel's core. Lives as long as the user's Channel handle or any
-// call, queued task or stream that runs on it (each holds a shared_ptr), so
-// a Channel destroyed with calls queued or in flight lets them finish, as
-// grpc++ does; the last holder, on whatever thread, shuts it down.
-struct ChannelState : std::enable_shared_from_this<ChannelState> {
-  ~ChannelState();
-
-  absl::Status config_error;
-  ChannelConfig config;
-  std::shared_ptr<CqThreads> cq;
-  std::shared_ptr<Resolver> resolver;
-  std::shared_ptr<SubchannelEventListener> listener;
-
-  mutable std::mutex mu;
-  std::condition_variable state_cv;
-  std::vector<std::shared_ptr<Subchannel>> list;  // current addresses, in order
-  std::vector<SubchannelPool> removed;  // pools of addresses gone, draining
-  pool::PoolMetrics gone_metrics;  // of removed subchannels already dropped
-  absl::Status resolver_error = absl::UnavailableError("no addresses resolved yet");
-  std::atomic<uint64_t> version{0};
-  std::atomic<bool> resolved_once{false};  // the resolver has answered
-  std::atomic<uint64_t> transparent_retries{0};  // unary calls sent again (A6)
-  uint64_t seed = 0x5eed;
-
-  // Each CQ thread's view of the address list and its round-robin cursor;
-  // touched only by that thread.
-  struct alignas(64) PerThread {
-    uint64_t version = ~uint64_t{0};
-    std::vector<std::shared_ptr<Subchannel>> list;
-    size_t next = 0;
-  };
-  std::vector<PerThread> per_thread;
-
-  // ---- threads ----------------------------------------------------------------
-
-  // The CQ thread index of the calling thread, if it is one of ours.
-  std::optional<size_t> CurrentIndex() const {
-    EventLoop* loop = EventLoop::Current();
-    if (loop == nullptr || cq == nullptr) return std::nullopt;
-    size_t i = loop->cq_index();
-    if (i < cq->size() && &cq->loop(i) == loop) return i;
-    return std::nullopt;
-  }
-  // A foreign caller keeps to one CQ thread (its connections stay warm).
-  size_t IndexForCaller() const {
-    return std::hash<std::thread::id>()(std::this_thread::get_id()) % cq->size();
-  }
-  void PostToAll(std::function<void()> fn) {
-    for (size_t i = 0; i < cq->size(); ++i) cq->Post(i, fn);
-  }
-
-  // ---- resolver updates ---------------------------------------------------------
-
-  void OnResolverUpdate(absl::StatusOr<AddressList> update) {
-    struct MarkResolved {
-      std::atomic<bool>& flag;
-      ~MarkResolved() { flag.store(true, std::memory_order_release); }
-    } mark{resolved_once};
-    if (!update.ok()) {
-      std::lock_guard<std::mutex> lock(mu);
-      resolver_error = update.status();
-      state_cv.notify_all();
-      return;
-    }
-    std::vector<std::string> names;
-    for (const auto& a : *update) names.push_back(a.ToString());
-    std::vector<std::shared_ptr<Subchannel>> kept, gone, fresh;
-    bool first;
-    {
-      std::lock_guard<std::mutex> lock(mu);
-      resolver_error = update->empty()
-                           ? absl::UnavailableError("the resolver returned no addresses")
-                           : absl::OkStatus();
-      std::set<std::string> now(names.begin(), names.end()), before;
-      for (auto& sc : list) before.insert(sc->record->name());
-      if (now == before) return;  // same set: nothing to bump
-      first = list.empty() && removed.empty();
-      for (size_t i = 0; i < update->size(); ++i) {
-        auto it = std::find_if(list.begin(), list.end(),
-                               [&](auto& sc) { return sc->record->name() == names[i]; });
-        if (it != list.end()) {
-          fresh.push_back(*it);
-          kept.push_back(*it);
-          continue;
-        }
-        absl::StatusOr<std::shared_ptr<Subchannel>> sc = SubchannelRegistry::Global().Attach(
-            (*update)[i], config, *cq, config.use_local_subchannel_pool, seed++, listener);
-        if (!sc.ok()) continue;  // config was validated: cannot happen
-        fresh.push_back(*sc);
-      }
-      for (auto& sc : list) {
-        if (std::find(fresh.begin(), fresh.end(), sc) == fresh.end()) gone.push_back(sc);
-      }
-      list = fresh;
-      // Subchannels removed earlier whose connections are all gone: keep
-      // their counters, drop them (a flapping resolver must not grow this).
-      std::erase_if(removed, [&](const SubchannelPool& p) {
-        pool::PoolMetrics m = p.Metrics();
-        if (m.live != 0 || m.leases != 0 || m.parked != 0) return false;
-        gone_metrics += m;
-        return true;
-      });
-      for (auto& sc : gone) removed.push_back(sc->pool);
-      version.fetch_add(1, std::memory_order_acq_rel);
-      state_cv.notify_all();
-    }
-    if (first) return;
-    // The address set changed: bump the generation of what stays, close
-    // what went. Each CQ thread then retires its own stale idle connections
-    // (nobody touches another thread's shard); leased ones go when their
-    // calls end.
-    for (auto& sc : kept) sc->pool.Invalidate();
-    PostToAll([kept] {
-      for (auto& sc : kept) sc->pool.ReapLocalShard();
-    });
-    // The last channel to let go of an address closes its pool.
-    for (auto& sc : gone) SubchannelRegistry::Global().Detach(sc, *cq, listener);
-  }
-
-  // ---- picking ------------------------------------------------------------------
-
-  std::shared_ptr<Subchannel> Pick(size_t thread) {
-    PerThread& pt = per_thread[thread];
-    uint64_t v = version.load(std::memory_order_acquire);
-    if (pt.version != v) {
-      std::lock_guard<std::mutex> lock(mu);
-      pt.list = list;
-      pt.version = version.load(std::memory_order_acquire);
-    }
-    size_t n = pt.list.size();
-    if (n == 0) return nullptr;
-    // pick_first: the first READY address if there is one; else the first
-    // that is not failing (IDLE or CONNECTING: a call there waits for the
-    // dial); else the first (the call learns why it fails). Records are
-    // shared by every thread, so READY means some thread has a connection.
-    auto ready = [](const std::shared_ptr<Subchannel>& sc) {
-      return sc->record->state() == ConnectivityState::kReady;
-    };
-    auto usable = [](const std::shared_ptr<Subchannel>& sc) {
-      return sc->record->state() != ConnectivityState::kTransientFailure;
-    };
-    if (config.lb_policy == LbPolicy::kPickFirst) {
-      for (auto& sc : pt.list) {
-        if (ready(sc)) return sc;
-      }
-      for (auto& sc : pt.list) {
-        if (usable(sc)) return sc;
-      }
-      return pt.list[0];
-    }
-    // round_robin rotates over every address that is not failing: ours
-    // connect lazily, per thread, so an IDLE address is one this rotation
-    // is about to connect (gRPC's connects all eagerly, then rotates over
-    // READY ones). A pick that meets another thread's backoff picks again
-    // (Open).
-    for (size_t k = 0; k < n; ++k) {
-      size_t i = (pt.next + k) % n;
-      if (usable(pt.list[i])) {
-        pt.next = (i + 1) % n;
-        return pt.list[i];
-      }
-    }
-    return pt.list[pt.next++ % n];
-  }
-
-  // Whether thread `thread`'s list has an address other than `sc` that is
-  // not in TRANSIENT_FAILURE.
-  bool AnotherUsable(size_t thread, const std::shared_ptr<Subchannel>& sc) const {
-    for (const auto& other : per_thread[thread].list) {
-      if (other != sc && other->record->state() != ConnectivityState::kTransientFailure) {
-        return true;
-      }
-    }
-    return false;
-  }
-
-  absl::Status NoAddressError() {
-    std::lock_guard<std::mutex> lock(mu);
-    return absl::UnavailableError(absl::StrCat("no address to call: ", resolver_error.message()));
-  }
-
-  ConnectivityState Aggregate() {
-    std::lock_guard<std::mutex> lock(mu);
-    if (list.empty()) {
-      return resolver_error.ok() || resolver_error.message() == "no addresses resolved yet"
-                 ? ConnectivityState::kIdle
-                 : ConnectivityState::kTransientFailure;
-    }
-    bool connecting = false, idle = false;
-    for (auto& sc : list) {
-      switch (sc->record->state()) {
-        case ConnectivityState::kReady: return ConnectivityState::kReady;
-        case ConnectivityState::kConnecting: connecting = true; break;
-        case ConnectivityState::kIdle: idle = true; break;
-        default: break;
-      }
-    }
-    if (connecting) return ConnectivityState::kConnecting;
-    if (idle) return ConnectivityState::kIdle;
-    return ConnectivityState::kTransientFailure;
-  }
-
-  // ---- opening a call ---------------------------------------------------------------
-
-  static pool::Task<absl::StatusOr<SubchannelLease>> Acquire(SubchannelPool p) {
-    co_return co_await p.Acquire();
-  }
-
-  // `method` must outlive the task (callers await it at once).
-  pool::Task<std::unique_ptr<ClientCall>> Open(const std::string& method, ClientContext* ctx,
-                                               Status* out);
-
-  // A unary call; the task holds the channel.
-  static pool::Task<Status> Unary(std::shared_ptr<ChannelState> self, std::string method,
-                                  ClientContext* ctx, std::string request,
-                                  std::string* response);
-  static pool::Task<std::unique_ptr<ClientCall>> OpenHolding(std::shared_ptr<ChannelState> self,
-                                                             std::string method,
-                                                             ClientContext* ctx, Status* out) {
-    co_return co_await self->Open(method, ctx, out);
-  }
-
-  // Runs `task` on CQ thread `i` (< cq->size()). Any thread.
-  void SpawnOn(size_t i, pool::Task<void> task) {
-    auto holder = std::make_shared<pool::Task<void>>(std::move(task));
-    runtime::EventLoop* loop = &cq->loop(i);
-    cq->Post(i, [loop, holder] { loop->Spawn(std::move(*holder)); });
-  }
-  // On the calling CQ thread if it is one of ours, else the caller's own.
-  void Spawn(pool::Task<void> task) {
-    std::optional<size_t> here = CurrentIndex();
-    SpawnOn(here ? *here : IndexForCaller(), std::move(task));
-  }
-};
-
-ChannelState::~ChannelState() {
-  if (resolver) resolver->Shutdown();
-  if (!cq) return;
-  // Detach: a subchannel no other channel uses closes its pool (each CQ
-  // thread its own shard). Nothing here waits: this may run on a CQ thread
-  // (a call's end released the last reference) or the resolver's.
-  for (auto& sc : list) SubchannelRegistry::Global().Detach(sc, *cq, listener);
-}
-
 }  // namespace channel
+
+namespace internal {
+// Opens calls on a channel's state: the step between the channel core
+// (client/channel/channel_state.h) and a ClientCall.
+class CallOpener {
+ public:
+  // `method` must outlive the task (callers await it at once).
+  static pool::Task<std::unique_ptr<ClientCall>> Open(
+      std::shared_ptr<channel::ChannelState> self, const std::string& method, ClientContext* ctx,
+      Status* out);
+  static pool::Task<std::unique_ptr<ClientCall>> OpenHolding(
+      std::shared_ptr<channel::ChannelState> self, std::string method, ClientContext* ctx,
+      Status* out) {
+    co_return co_await Open(std::move(self), method, ctx, out);
+  }
+  // A unary call; the task holds the channel.
+  static pool::Task<Status> Unary(std::shared_ptr<channel::ChannelState> self,
+                                  std::string method, ClientContext* ctx, std::string request,
+                                  std::string* response);
+};
+}  // namespace internal
 
 // ---- ClientCall ---------------------------------------------------------------------
 
@@ -417,27 +170,30 @@ Status ClientCall::WriteNow(std::string_view message) {
   return Status::FromAbsl(impl_->call->Enqueue(message));
 }
 
-namespace channel {
+namespace internal {
 
-pool::Task<std::unique_ptr<ClientCall>> ChannelState::Open(const std::string& method,
-                                                            ClientContext* ctx, Status* out) {
-  if (!config_error.ok()) {
-    *out = Status::FromAbsl(config_error);
+pool::Task<std::unique_ptr<ClientCall>> CallOpener::Open(
+    std::shared_ptr<channel::ChannelState> self, const std::string& method, ClientContext* ctx,
+    Status* out) {
+  using namespace channel;  // NOLINT: the channel core's vocabulary
+  ChannelState& st = *self;
+  if (!st.config_error().ok()) {
+    *out = Status::FromAbsl(st.config_error());
     co_return nullptr;
   }
-  std::optional<size_t> index = CurrentIndex();
+  std::optional<size_t> index = st.CurrentIndex();
   if (!index) {
     *out = Status(StatusCode::FAILED_PRECONDITION,
                   "Channel::Open/Unary must run on one of the channel's CQ threads "
                   "(use Spawn, the blocking or the callback API)");
     co_return nullptr;
   }
-  EventLoop& loop = cq->loop(*index);
+  runtime::EventLoop& loop = st.cq()->loop(*index);
   const TimePoint deadline =
       ctx->deadline() ? ToLoopTime(*ctx->deadline(), loop.Now()) : TimePoint::max();
-  auto cancel_state = internal::CallAccess::cancel(*ctx);
-  transport::Metadata md(internal::CallAccess::metadata(*ctx).begin(),
-                         internal::CallAccess::metadata(*ctx).end());
+  auto cancel_state = CallAccess::cancel(*ctx);
+  transport::Metadata md(CallAccess::metadata(*ctx).begin(),
+                         CallAccess::metadata(*ctx).end());
   absl::Status last = absl::OkStatus();
   for (int attempt = 0;; ++attempt) {
     {
@@ -456,10 +212,10 @@ pool::Task<std::unique_ptr<ClientCall>> ChannelState::Open(const std::string& me
     }
     // Read before picking: once set, the list the pick sees is the
     // resolver's answer (resolved_once is set after the list).
-    const bool resolved = resolved_once.load(std::memory_order_acquire);
-    std::shared_ptr<Subchannel> sc = Pick(*index);
+    const bool resolved = st.resolved_once();
+    std::shared_ptr<Subchannel> sc = st.Pick(*index);
     if (sc == nullptr) {
-      last = NoAddressError();
+      last = st.NoAddressError();
       // Before the resolver's first answer every call waits (the channel is
       // not failing, just starting); after a resolver error only
       // wait_for_ready calls do.
@@ -481,7 +237,7 @@ pool::Task<std::unique_ptr<ClientCall>> ChannelState::Open(const std::string& me
         // Picked while another thread's dial was failing: another address
         // that is READY or connecting takes the call (a fail-fast call
         // fails only when there is none).
-        if (attempt < kMaxRepicks && AnotherUsable(*index, sc)) continue;
+        if (attempt < kMaxRepicks && st.AnotherUsable(*index, sc)) continue;
         if (!ctx->wait_for_ready()) {
           *out = Status::FromAbsl(backoff);
           co_return nullptr;
@@ -495,7 +251,7 @@ pool::Task<std::unique_ptr<ClientCall>> ChannelState::Open(const std::string& me
           loop, Acquire(sc->pool), left);
       if (!lease) continue;  // the deadline check above reports it
     }
-    if (!lease->ok() && sc->pool.closed() && attempt < 100) {
+    if (!lease->ok() && sc->pool.closed() && attempt < kMaxClosedPoolRepicks) {
       // A resolver update dropped this address after the pick (the fault
       // suite's flapping test): pick again once this thread has the new list.
       co_await pool::SleepUntil(loop, std::min(deadline, loop.Now() + milliseconds(1)));
@@ -503,10 +259,10 @@ pool::Task<std::unique_ptr<ClientCall>> ChannelState::Open(const std::string& me
     }
     if (!lease->ok()) {
       last = lease->status();
-      resolver->RequestReresolution();
+      st.RequestReresolution();
       // The address just failed (its record is now TRANSIENT_FAILURE): like
       // gRPC's pickers, try another address before failing the call.
-      if (attempt < kMaxRepicks && AnotherUsable(*index, sc)) continue;
+      if (attempt < kMaxRepicks && st.AnotherUsable(*index, sc)) continue;
       if (!ctx->wait_for_ready() || last.code() == absl::StatusCode::kFailedPrecondition) {
         *out = Status(StatusCode::UNAVAILABLE, std::string(last.message()));
         co_return nullptr;
@@ -526,7 +282,7 @@ pool::Task<std::unique_ptr<ClientCall>> ChannelState::Open(const std::string& me
                               .metadata = md});
     if (!call.ok()) {
       last = call.status();
-      if (call.status().code() == absl::StatusCode::kUnavailable && attempt < 4) {
+      if (call.status().code() == absl::StatusCode::kUnavailable && attempt < kMaxStartRetries) {
         leased.Poison();  // closed or draining: never lease it again
         continue;
       }
@@ -534,7 +290,7 @@ pool::Task<std::unique_ptr<ClientCall>> ChannelState::Open(const std::string& me
       co_return nullptr;
     }
     auto impl = std::make_unique<ClientCall::Impl>();
-    impl->channel = shared_from_this();
+    impl->channel = self;
     impl->loop = &loop;
     impl->ctx = ctx;
     impl->cancel_state = cancel_state;
@@ -563,7 +319,7 @@ pool::Task<std::unique_ptr<ClientCall>> ChannelState::Open(const std::string& me
   }
 }
 
-}  // namespace channel
+}  // namespace internal
 
 // ---- Channel -----------------------------------------------------------------------
 
@@ -622,8 +378,8 @@ absl::Status ApplyCredentials(const ChannelCredentials* creds, channel::ChannelC
 pool::Task<void> RunUnary(std::shared_ptr<channel::ChannelState> state, std::string method,
                           ClientContext* ctx, std::string request, std::string* response,
                           std::function<void(Status)> done) {
-  Status s = co_await channel::ChannelState::Unary(std::move(state), std::move(method), ctx,
-                                                   std::move(request), response);
+  Status s = co_await internal::CallOpener::Unary(std::move(state), std::move(method), ctx,
+                                                  std::move(request), response);
   done(std::move(s));
 }
 
@@ -643,30 +399,30 @@ Channel::Channel(std::shared_ptr<channel::ChannelState> state) : state_(std::mov
 // of them shuts it down (ChannelState::~ChannelState).
 Channel::~Channel() = default;
 
-Status Channel::configuration_status() const { return Status::FromAbsl(state_->config_error); }
+Status Channel::configuration_status() const { return Status::FromAbsl(state_->config_error()); }
 
 pool::Task<std::unique_ptr<ClientCall>> Channel::Open(std::string method, ClientContext* ctx,
                                                       Status* status) {
-  return channel::ChannelState::OpenHolding(state_, std::move(method), ctx, status);
+  return internal::CallOpener::OpenHolding(state_, std::move(method), ctx, status);
 }
 
 pool::Task<Status> Channel::Unary(std::string method, ClientContext* ctx, std::string request,
                                   std::string* response) {
-  return channel::ChannelState::Unary(state_, std::move(method), ctx, std::move(request),
-                                      response);
+  return internal::CallOpener::Unary(state_, std::move(method), ctx, std::move(request),
+                                     response);
 }
 
-namespace channel {
+namespace internal {
 
-pool::Task<Status> ChannelState::Unary(std::shared_ptr<ChannelState> self, std::string method,
-                                       ClientContext* ctx, std::string request,
-                                       std::string* response) {
+pool::Task<Status> CallOpener::Unary(std::shared_ptr<channel::ChannelState> self,
+                                     std::string method, ClientContext* ctx, std::string request,
+                                     std::string* response) {
   // gRFC A6: a call the server never processed (GOAWAY above its stream,
   // REFUSED_STREAM) is sent again once, transparently, on another
   // connection, within the same deadline.
   for (int attempt = 0;; ++attempt) {
     Status st;
-    std::unique_ptr<ClientCall> call = co_await self->Open(method, ctx, &st);
+    std::unique_ptr<ClientCall> call = co_await Open(self, method, ctx, &st);
     if (call == nullptr) co_return st;
     Status w = call->WriteNow(request);  // one message: no need to wait for room
     (void)w;  // a failed write ends the call: Finish reports why
@@ -680,7 +436,7 @@ pool::Task<Status> ChannelState::Unary(std::shared_ptr<ChannelState> self, std::
       s = co_await call->Finish();
     }
     if (!s.ok() && call->never_sent() && attempt == 0) {
-      self->transparent_retries.fetch_add(1, std::memory_order_relaxed);
+      self->CountTransparentRetry();
       continue;
     }
     if (s.ok()) {
@@ -694,34 +450,34 @@ pool::Task<Status> ChannelState::Unary(std::shared_ptr<ChannelState> self, std::
   }
 }
 
-}  // namespace channel
+}  // namespace internal
 
 void Channel::Spawn(pool::Task<void> task) {
-  if (!state_->cq) return;  // the CQ threads could not start: nothing can run
+  if (!state_->cq()) return;  // the CQ threads could not start: nothing can run
   state_->Spawn(std::move(task));
 }
 
 Status Channel::SpawnOn(size_t cq_thread, pool::Task<void> task) {
-  if (!state_->cq) {
-    return Status::FromAbsl(state_->config_error.ok()
+  if (!state_->cq()) {
+    return Status::FromAbsl(state_->config_error().ok()
                                 ? absl::UnavailableError("the channel has no CQ threads")
-                                : state_->config_error);
+                                : state_->config_error());
   }
-  if (cq_thread >= state_->cq->size()) {
+  if (cq_thread >= state_->cq()->size()) {
     return Status(StatusCode::INVALID_ARGUMENT,
                   absl::StrCat("SpawnOn: CQ thread ", cq_thread, " does not exist (the channel has ",
-                               state_->cq->size(), ")"));
+                               state_->cq()->size(), ")"));
   }
   state_->SpawnOn(cq_thread, std::move(task));
   return Status::OK;
 }
 
-size_t Channel::cq_thread_count() const { return state_->cq ? state_->cq->size() : 0; }
+size_t Channel::cq_thread_count() const { return state_->cq() ? state_->cq()->size() : 0; }
 
 void Channel::UnaryCallAsync(const std::string& method, ClientContext* ctx, std::string request,
                              std::string* response, std::function<void(Status)> done) {
-  if (!state_->config_error.ok() && !state_->cq) {
-    done(Status::FromAbsl(state_->config_error));  // no thread to run it on
+  if (!state_->config_error().ok() && !state_->cq()) {
+    done(Status::FromAbsl(state_->config_error()));  // no thread to run it on
     return;
   }
   state_->Spawn(RunUnary(state_, method, ctx, std::move(request), response, std::move(done)));
@@ -729,8 +485,8 @@ void Channel::UnaryCallAsync(const std::string& method, ClientContext* ctx, std:
 
 std::unique_ptr<ClientCall> Channel::BlockingOpen(const std::string& method, ClientContext* ctx,
                                                   Status* status) {
-  if (!state_->config_error.ok()) {
-    *status = Status::FromAbsl(state_->config_error);
+  if (!state_->config_error().ok()) {
+    *status = Status::FromAbsl(state_->config_error());
     return nullptr;
   }
   if (state_->CurrentIndex()) {
@@ -744,14 +500,14 @@ std::unique_ptr<ClientCall> Channel::BlockingOpen(const std::string& method, Cli
   state_->Spawn([](std::shared_ptr<channel::ChannelState> st, std::string method,
                    ClientContext* ctx, Status* status,
                    std::promise<std::unique_ptr<ClientCall>>* out) -> pool::Task<void> {
-    out->set_value(co_await st->Open(method, ctx, status));
+    out->set_value(co_await internal::CallOpener::Open(std::move(st), method, ctx, status));
   }(state_, method, ctx, status, &promise));
   return result.get();
 }
 
 Status Channel::BlockingUnaryCall(const std::string& method, ClientContext* ctx,
                                   const std::string& request, std::string* response) {
-  if (!state_->config_error.ok()) return Status::FromAbsl(state_->config_error);
+  if (!state_->config_error().ok()) return Status::FromAbsl(state_->config_error());
   if (state_->CurrentIndex()) {
     return Status(StatusCode::FAILED_PRECONDITION,
                   "a blocking call on one of the channel's own CQ threads would deadlock; "
@@ -769,7 +525,7 @@ static ConnectivityState Public(channel::ConnectivityState s) {
 }
 
 ConnectivityState Channel::GetState(bool try_to_connect) {
-  if (!state_->config_error.ok()) return ConnectivityState::TRANSIENT_FAILURE;
+  if (!state_->config_error().ok()) return ConnectivityState::TRANSIENT_FAILURE;
   channel::ConnectivityState s = state_->Aggregate();
   if (s == channel::ConnectivityState::kIdle && try_to_connect) {
     auto st = state_;
@@ -790,30 +546,16 @@ bool Channel::WaitForStateChange(ConnectivityState last,
   // On one of the channel's CQ threads waiting would stall the thread that
   // makes the change: answer at once.
   if (state_->CurrentIndex()) return Public(state_->Aggregate()) != last;
-  std::unique_lock<std::mutex> lock(state_->mu);
   // Through ToLoopTime: saturating, so min()/max() do not overflow.
-  const pool::TimePoint loop_now = pool::Clock::now();
-  const pool::TimePoint loop_deadline = channel::ToLoopTime(deadline, loop_now);
-  auto steady_deadline =
-      std::chrono::steady_clock::now() +
-      std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-          loop_deadline == pool::TimePoint::max() ? pool::Duration(std::chrono::hours(24 * 365))
-                                            : loop_deadline - loop_now);
+  const pool::TimePoint now = pool::Clock::now();
+  const pool::TimePoint until = channel::ToLoopTime(deadline, now);
   for (;;) {
-    lock.unlock();
-    bool changed = Public(state_->Aggregate()) != last;
-    lock.lock();
-    if (changed) return true;
-    // Records are shared between channels, so state changes are polled
-    // (every 10 ms) as well as signalled by resolver updates.
-    auto wake = std::min(steady_deadline, std::chrono::steady_clock::now() + std::chrono::milliseconds(10));
-    if (state_->state_cv.wait_until(lock, wake) == std::cv_status::timeout &&
-        std::chrono::steady_clock::now() >= steady_deadline) {
-      lock.unlock();
-      bool c = Public(state_->Aggregate()) != last;
-      lock.lock();
-      return c;
-    }
+    if (Public(state_->Aggregate()) != last) return true;
+    // Address records are shared between channels and change on any CQ
+    // thread: the state is polled every 10 ms.
+    const pool::TimePoint t = pool::Clock::now();
+    if (t >= until) return false;
+    std::this_thread::sleep_for(std::min<pool::Duration>(until - t, std::chrono::milliseconds(10)));
   }
 }
 
@@ -832,35 +574,12 @@ bool Channel::WaitForConnected(std::chrono::system_clock::time_point deadline) {
   }
 }
 
-void Channel::Invalidate() {
-  std::vector<std::shared_ptr<channel::Subchannel>> all;
-  {
-    std::lock_guard<std::mutex> lock(state_->mu);
-    all = state_->list;
-  }
-  for (auto& sc : all) sc->pool.Invalidate();
-  if (state_->cq) {
-    state_->PostToAll([all] {
-      for (auto& sc : all) sc->pool.ReapLocalShard();
-    });
-  }
-}
+void Channel::Invalidate() { state_->Invalidate(); }
 
-pool::PoolMetrics Channel::Metrics() const {
-  std::lock_guard<std::mutex> lock(state_->mu);
-  pool::PoolMetrics sum = state_->gone_metrics;
-  auto add = [&](const std::shared_ptr<channel::Subchannel>& sc) { sum += sc->pool.Metrics(); };
-  for (auto& sc : state_->list) add(sc);
-  for (auto& p : state_->removed) sum += p.Metrics();
-  return sum;
-}
+pool::PoolMetrics Channel::Metrics() const { return state_->Metrics(); }
 
 std::string Channel::MetricsText() const {
-  std::vector<std::pair<std::string, pool::PoolMetrics>> rows;
-  {
-    std::lock_guard<std::mutex> lock(state_->mu);
-    for (auto& sc : state_->list) rows.emplace_back(sc->record->name(), sc->pool.Metrics());
-  }
+  std::vector<std::pair<std::string, pool::PoolMetrics>> rows = state_->MetricsByAddress();
   std::string out;
   auto family = [&](const char* name, const char* type, const char* help, auto value) {
     absl::StrAppend(&out, "# HELP ", name, " ", help, "\n# TYPE ", name, " ", type, "\n");
@@ -901,62 +620,11 @@ std::string Channel::MetricsText() const {
                   "processed, sent again (gRFC A6).\n"
                   "# TYPE ringrpc_transparent_retries_total counter\n"
                   "ringrpc_transparent_retries_total ",
-                  state_->transparent_retries.load(std::memory_order_relaxed), "\n");
+                  state_->transparent_retries(), "\n");
   return out;
 }
 
 // ---- creation ------------------------------------------------------------------------
-
-namespace {
-
-std::shared_ptr<channel::ChannelState> NewState(const ChannelArguments& args) {
-  auto state = std::make_shared<channel::ChannelState>();
-  absl::StatusOr<channel::ChannelConfig> config = channel::ParseChannelArguments(args);
-  if (!config.ok()) {
-    state->config_error = config.status();
-    // Still CQ threads (the process-wide ones): callbacks and reactors learn
-    // of the error there, as they would of any other, never inside the
-    // call that started them.
-    absl::Status ignored;
-    state->cq = channel::SharedCqThreads(&ignored);
-    if (state->cq) state->per_thread.resize(state->cq->size());
-    return state;
-  }
-  state->config = *config;
-  state->listener = args.subchannel_event_listener();
-  if (config->cq_threads == 0 && !config->poller) {
-    state->cq = channel::SharedCqThreads(&state->config_error);
-  } else {
-    absl::StatusOr<std::unique_ptr<runtime::CqThreads>> cq =
-        runtime::CqThreads::Start({.threads = config->cq_threads, .backend = config->poller});
-    if (cq.ok()) {
-      state->cq = std::move(*cq);
-    } else {
-      state->config_error = cq.status();
-    }
-  }
-  if (state->cq) state->per_thread.resize(state->cq->size());
-  return state;
-}
-
-void StartResolver(const std::shared_ptr<channel::ChannelState>& state,
-                   std::shared_ptr<channel::Resolver> resolver) {
-  state->resolver = std::move(resolver);
-  std::weak_ptr<channel::ChannelState> weak = state;
-  state->resolver->Start([weak](absl::StatusOr<channel::AddressList> update) {
-    std::shared_ptr<channel::ChannelState> s = weak.lock();
-    if (!s) return;
-    s->OnResolverUpdate(std::move(update));
-    // Never let the channel's last reference go here: its destructor shuts
-    // this resolver down, which cannot be done from inside its own callback
-    // (the DNS thread would join itself, a manual resolver re-lock its
-    // mutex). A CQ thread lets go of it instead.
-    runtime::CqThreads* cq = s->cq.get();
-    cq->Post(0, [s = std::move(s)] {});
-  });
-}
-
-}  // namespace
 
 std::shared_ptr<Channel> CreateChannel(const std::string& target,
                                        const std::shared_ptr<ChannelCredentials>& creds) {
@@ -966,19 +634,19 @@ std::shared_ptr<Channel> CreateChannel(const std::string& target,
 std::shared_ptr<Channel> CreateCustomChannel(const std::string& target,
                                              const std::shared_ptr<ChannelCredentials>& creds,
                                              const ChannelArguments& args) {
-  std::shared_ptr<channel::ChannelState> state = NewState(args);
+  std::shared_ptr<channel::ChannelState> state = channel::ChannelState::Create(args);
   std::shared_ptr<Channel> channel(new Channel(state));
-  if (!state->config_error.ok()) return channel;
+  if (!state->config_error().ok()) return channel;
   absl::StatusOr<channel::Target> t = channel::ParseTarget(target);
   if (!t.ok()) {
-    state->config_error = t.status();
+    state->Fail(t.status());
     return channel;
   }
   if (!args.values().count("grpc.default_authority")) {
-    state->config.connection.authority = t->authority;
+    state->mutable_config().connection.authority = t->authority;
   }
-  if (absl::Status s = ApplyCredentials(creds.get(), state->config); !s.ok()) {
-    state->config_error = s;
+  if (absl::Status s = ApplyCredentials(creds.get(), state->mutable_config()); !s.ok()) {
+    state->Fail(s);
     return channel;
   }
   std::shared_ptr<channel::Resolver> resolver;
@@ -986,22 +654,22 @@ std::shared_ptr<Channel> CreateCustomChannel(const std::string& target,
     resolver = std::make_shared<channel::StaticResolver>(t->addresses);
   } else {
     resolver = std::make_shared<channel::DnsResolver>(
-        t->host, t->port, state->config.dns_min_time_between_resolutions);
+        t->host, t->port, state->config().dns_min_time_between_resolutions);
   }
-  StartResolver(state, std::move(resolver));
+  channel::ChannelState::Start(state, std::move(resolver));
   return channel;
 }
 
 std::shared_ptr<Channel> CreateChannelWithResolver(const std::string& authority,
                                                    std::shared_ptr<channel::Resolver> resolver,
                                                    const ChannelArguments& args) {
-  std::shared_ptr<channel::ChannelState> state = NewState(args);
+  std::shared_ptr<channel::ChannelState> state = channel::ChannelState::Create(args);
   std::shared_ptr<Channel> channel(new Channel(state));
-  if (!state->config_error.ok()) return channel;
+  if (!state->config_error().ok()) return channel;
   if (!args.values().count("grpc.default_authority")) {
-    state->config.connection.authority = authority;
+    state->mutable_config().connection.authority = authority;
   }
-  StartResolver(state, std::move(resolver));
+  channel::ChannelState::Start(state, std::move(resolver));
   return channel;
 }
 

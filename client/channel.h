@@ -32,8 +32,11 @@ namespace ringrpc {
 
 namespace channel {
 class Resolver;
-struct ChannelState;
+class ChannelState;
 }  // namespace channel
+namespace internal {
+class CallOpener;
+}  // namespace internal
 
 // As in grpc++: PEM strings. Empty roots: the system's trust store; a key
 // and chain together: a client certificate (mutual TLS).
@@ -95,7 +98,7 @@ class ClientCall {
   bool OnChannelThread() const;
 
  private:
-  friend struct channel::ChannelState;
+  friend class internal::CallOpener;
   struct Impl;
   explicit ClientCall(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;

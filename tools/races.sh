@@ -21,17 +21,24 @@ per_run=${RINGRPC_RACE_SECONDS:-60}
 bazel build "${config[@]}" //tests/races:race_test //tests/server:test_server >/dev/null 2>&1 ||
   { echo "build failed"; exit 1; }
 bin_dir=$(bazel info "${config[@]}" bazel-bin 2>/dev/null)
-runfiles="$bin_dir/tests/races/race_test.runfiles/ringrpc"
 log_dir="${TMPDIR:-/tmp}/ringrpc-races"
+rm -rf "$log_dir"
 mkdir -p "$log_dir"
+# A private copy of the binary and its runfiles: a build during the run
+# (another bazel command) must not swap them underneath it.
+cp -rL "$bin_dir/tests/races/race_test.runfiles" "$log_dir/runfiles" ||
+  { echo "cannot copy the test's runfiles"; exit 1; }
+cp -L "$bin_dir/tests/races/race_test" "$log_dir/runfiles/race_test"
+runfiles="$log_dir/runfiles/ringrpc"
 end=$(( $(date +%s) + minutes * 60 ))
 runs=0; failed=0; calls=0; cancels=0; destructions=0
 while [ "$(date +%s)" -lt "$end" ]; do
   seed=$(od -An -N8 -tu8 /dev/urandom | tr -d ' ')
   log="$log_dir/run-$runs.log"
   ( cd "$runfiles" && RINGRPC_RACE_SEED=$seed RINGRPC_RACE_SECONDS=$per_run \
-      timeout $(( per_run * 4 + 120 )) ../../race_test ) > "$log" 2>&1
+      timeout $(( per_run * 4 + 120 )) ../race_test ) > "$log" 2>&1
   rc=$?
+  if [ "$rc" -eq 126 ] || [ "$rc" -eq 127 ]; then echo "cannot run the test binary"; exit 1; fi
   runs=$((runs + 1))
   line=$(grep -E '^races:' "$log" | tail -1)
   echo "run $runs seed $seed rc $rc: ${line:-no summary}"

@@ -114,7 +114,7 @@ class ReadOnce final : public ClientReadReactor<EchoResponse> {
   }
   void OnReadDone(bool ok) override {
     if (!ok) return;
-    if (m_.count() != seen_ || m_.payload().size() != c_->req.response_size()) {
+    if (m_.count() != seen_ || m_.payload().size() != size_t(c_->req.response_size())) {
       wrong_ = absl::StrCat("message ", seen_, " was count ", m_.count(), " size ",
                             m_.payload().size());
     }
@@ -390,7 +390,7 @@ class Round {
           int n = 0;
           std::string wrong;
           while (reader->Read(&m)) {
-            if (m.count() != n || m.payload().size() != c->req.response_size()) {
+            if (m.count() != n || m.payload().size() != size_t(c->req.response_size())) {
               wrong = absl::StrCat("message ", n, " was count ", m.count());
             }
             ++n;

@@ -1,0 +1,311 @@
+#include "client/channel/channel_state.h"
+
+#include <algorithm>
+#include <functional>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "client/runtime/event_loop.h"
+
+namespace ringrpc::channel {
+namespace {
+
+using runtime::CqThreads;
+using runtime::EventLoop;
+using MutexLock = pool::internal::MutexLock;
+
+// The process-wide CQ threads: made on first use, gone with the last
+// channel that holds them.
+std::shared_ptr<CqThreads> SharedCqThreads(absl::Status* error) {
+  static std::mutex mu;
+  static std::weak_ptr<CqThreads> shared;
+  std::lock_guard<std::mutex> lock(mu);
+  if (auto cq = shared.lock()) return cq;
+  absl::StatusOr<std::unique_ptr<CqThreads>> cq = CqThreads::Start({});
+  if (!cq.ok()) {
+    *error = cq.status();
+    return nullptr;
+  }
+  std::shared_ptr<CqThreads> made(std::move(*cq));
+  shared = made;
+  return made;
+}
+
+}  // namespace
+
+// No subtraction of two arbitrary time points, so nothing overflows.
+TimePoint ToLoopTime(std::chrono::system_clock::time_point deadline, TimePoint now) {
+  const auto wall = std::chrono::system_clock::now();
+  if (deadline <= wall) return now;
+  constexpr auto kFar = std::chrono::hours(24 * 365);
+  if (deadline - wall > kFar) return TimePoint::max();  // deadline > wall: no overflow
+  return now + std::chrono::duration_cast<Duration>(deadline - wall);
+}
+
+std::shared_ptr<ChannelState> ChannelState::Create(const ChannelArguments& args) {
+  std::shared_ptr<ChannelState> state(new ChannelState());
+  absl::StatusOr<ChannelConfig> config = ParseChannelArguments(args);
+  if (!config.ok()) {
+    state->config_error_ = config.status();
+    absl::Status ignored;
+    state->cq_ = SharedCqThreads(&ignored);
+  } else {
+    state->config_ = *config;
+    state->listener_ = args.subchannel_event_listener();
+    if (config->cq_threads == 0 && !config->poller) {
+      state->cq_ = SharedCqThreads(&state->config_error_);
+    } else {
+      absl::StatusOr<std::unique_ptr<CqThreads>> cq =
+          CqThreads::Start({.threads = config->cq_threads, .backend = config->poller});
+      if (cq.ok()) {
+        state->cq_ = std::move(*cq);
+      } else {
+        state->config_error_ = cq.status();
+      }
+    }
+  }
+  if (state->cq_) state->per_thread_.resize(state->cq_->size());
+  return state;
+}
+
+void ChannelState::Start(const std::shared_ptr<ChannelState>& state,
+                         std::shared_ptr<Resolver> resolver) {
+  state->resolver_ = std::move(resolver);
+  std::weak_ptr<ChannelState> weak = state;
+  state->resolver_->Start([weak](absl::StatusOr<AddressList> update) {
+    std::shared_ptr<ChannelState> s = weak.lock();
+    if (!s) return;
+    s->OnResolverUpdate(std::move(update));
+    // Never let the channel's last reference go here: its destructor shuts
+    // this resolver down, which cannot be done from inside its own callback
+    // (the DNS thread would join itself, a manual resolver re-lock its
+    // mutex). A CQ thread lets go of it instead.
+    CqThreads* cq = s->cq_.get();
+    cq->Post(0, [s = std::move(s)] {});
+  });
+}
+
+ChannelState::~ChannelState() {
+  if (resolver_) resolver_->Shutdown();
+  if (!cq_) return;
+  // Detach: a subchannel no other channel uses closes its pool (each CQ
+  // thread its own shard). Nothing here waits: this may run on a CQ thread
+  // (a call's end released the last reference) or the resolver's.
+  std::vector<std::shared_ptr<Subchannel>> all;
+  {
+    MutexLock lock(&mu_);
+    all.swap(list_);
+  }
+  for (auto& sc : all) SubchannelRegistry::Global().Detach(sc, *cq_, listener_);
+}
+
+// ---- threads ------------------------------------------------------------------------
+
+std::optional<size_t> ChannelState::CurrentIndex() const {
+  EventLoop* loop = EventLoop::Current();
+  if (loop == nullptr || cq_ == nullptr) return std::nullopt;
+  size_t i = loop->cq_index();
+  if (i < cq_->size() && &cq_->loop(i) == loop) return i;
+  return std::nullopt;
+}
+
+size_t ChannelState::IndexForCaller() const {
+  return std::hash<std::thread::id>()(std::this_thread::get_id()) % cq_->size();
+}
+
+void ChannelState::SpawnOn(size_t i, pool::Task<void> task) {
+  auto holder = std::make_shared<pool::Task<void>>(std::move(task));
+  EventLoop* loop = &cq_->loop(i);
+  cq_->Post(i, [loop, holder] { loop->Spawn(std::move(*holder)); });
+}
+
+void ChannelState::Spawn(pool::Task<void> task) {
+  std::optional<size_t> here = CurrentIndex();
+  SpawnOn(here ? *here : IndexForCaller(), std::move(task));
+}
+
+void ChannelState::PostToAll(std::function<void()> fn) {
+  for (size_t i = 0; i < cq_->size(); ++i) cq_->Post(i, fn);
+}
+
+// ---- resolver updates -------------------------------------------------------------------
+
+void ChannelState::OnResolverUpdate(absl::StatusOr<AddressList> update) {
+  struct MarkResolved {
+    std::atomic<bool>& flag;
+    ~MarkResolved() { flag.store(true, std::memory_order_release); }
+  } mark{resolved_once_};
+  if (!update.ok()) {
+    MutexLock lock(&mu_);
+    resolver_error_ = update.status();
+    return;
+  }
+  std::vector<std::string> names;
+  for (const auto& a : *update) names.push_back(a.ToString());
+  std::vector<std::shared_ptr<Subchannel>> kept, gone, fresh;
+  bool first;
+  {
+    MutexLock lock(&mu_);
+    resolver_error_ = update->empty()
+                          ? absl::UnavailableError("the resolver returned no addresses")
+                          : absl::OkStatus();
+    std::set<std::string> now(names.begin(), names.end()), before;
+    for (auto& sc : list_) before.insert(sc->record->name());
+    if (now == before) return;  // same set: nothing to bump
+    first = list_.empty() && removed_.empty();
+    for (size_t i = 0; i < update->size(); ++i) {
+      auto it = std::find_if(list_.begin(), list_.end(),
+                             [&](auto& sc) { return sc->record->name() == names[i]; });
+      if (it != list_.end()) {
+        fresh.push_back(*it);
+        kept.push_back(*it);
+        continue;
+      }
+      absl::StatusOr<std::shared_ptr<Subchannel>> sc = SubchannelRegistry::Global().Attach(
+          (*update)[i], config_, *cq_, config_.use_local_subchannel_pool, seed_++, listener_);
+      if (!sc.ok()) continue;  // config was validated: cannot happen
+      fresh.push_back(*sc);
+    }
+    for (auto& sc : list_) {
+      if (std::find(fresh.begin(), fresh.end(), sc) == fresh.end()) gone.push_back(sc);
+    }
+    list_ = fresh;
+    // Subchannels removed earlier whose connections are all gone: keep
+    // their counters, drop them (a flapping resolver must not grow this).
+    std::erase_if(removed_, [&](const SubchannelPool& p) {
+      pool::PoolMetrics m = p.Metrics();
+      if (m.live != 0 || m.leases != 0 || m.parked != 0) return false;
+      gone_metrics_ += m;
+      return true;
+    });
+    for (auto& sc : gone) removed_.push_back(sc->pool);
+    version_.fetch_add(1, std::memory_order_acq_rel);
+  }
+  if (first) return;
+  // The address set changed: bump the generation of what stays, close
+  // what went. Each CQ thread then retires its own stale idle connections
+  // (nobody touches another thread's shard); leased ones go when their
+  // calls end.
+  for (auto& sc : kept) sc->pool.Invalidate();
+  PostToAll([kept] {
+    for (auto& sc : kept) sc->pool.ReapLocalShard();
+  });
+  // The last channel to let go of an address closes its pool.
+  for (auto& sc : gone) SubchannelRegistry::Global().Detach(sc, *cq_, listener_);
+}
+
+// ---- picking ---------------------------------------------------------------------------
+
+std::shared_ptr<Subchannel> ChannelState::Pick(size_t thread) {
+  PerThread& pt = per_thread_[thread];
+  uint64_t v = version_.load(std::memory_order_acquire);
+  if (pt.version != v) {
+    MutexLock lock(&mu_);
+    pt.list = list_;
+    pt.version = version_.load(std::memory_order_acquire);
+  }
+  size_t n = pt.list.size();
+  if (n == 0) return nullptr;
+  // Records are shared by every thread, so READY means some thread has a
+  // connection there.
+  auto ready = [](const std::shared_ptr<Subchannel>& sc) {
+    return sc->record->state() == ConnectivityState::kReady;
+  };
+  auto usable = [](const std::shared_ptr<Subchannel>& sc) {
+    return sc->record->state() != ConnectivityState::kTransientFailure;
+  };
+  if (config_.lb_policy == LbPolicy::kPickFirst) {
+    for (auto& sc : pt.list) {
+      if (ready(sc)) return sc;
+    }
+    for (auto& sc : pt.list) {
+      if (usable(sc)) return sc;
+    }
+    return pt.list[0];
+  }
+  // round_robin rotates over every address that is not failing: ours
+  // connect lazily, per thread, so an IDLE address is one this rotation is
+  // about to connect (gRPC's connects all eagerly, then rotates over READY
+  // ones; a READY-first rotation here starved the lazily connected
+  // backends). A pick that meets another thread's backoff picks again
+  // (client/channel.cc, Open).
+  for (size_t k = 0; k < n; ++k) {
+    size_t i = (pt.next + k) % n;
+    if (usable(pt.list[i])) {
+      pt.next = (i + 1) % n;
+      return pt.list[i];
+    }
+  }
+  return pt.list[pt.next++ % n];
+}
+
+bool ChannelState::AnotherUsable(size_t thread, const std::shared_ptr<Subchannel>& sc) const {
+  for (const auto& other : per_thread_[thread].list) {
+    if (other != sc && other->record->state() != ConnectivityState::kTransientFailure) {
+      return true;
+    }
+  }
+  return false;
+}
+
+absl::Status ChannelState::NoAddressError() const {
+  MutexLock lock(&mu_);
+  return absl::UnavailableError(absl::StrCat("no address to call: ", resolver_error_.message()));
+}
+
+ConnectivityState ChannelState::Aggregate() const {
+  MutexLock lock(&mu_);
+  if (list_.empty()) {
+    // Before the resolver's first answer the channel is starting, not
+    // failing.
+    return resolved_once() ? ConnectivityState::kTransientFailure : ConnectivityState::kIdle;
+  }
+  bool connecting = false, idle = false;
+  for (auto& sc : list_) {
+    switch (sc->record->state()) {
+      case ConnectivityState::kReady: return ConnectivityState::kReady;
+      case ConnectivityState::kConnecting: connecting = true; break;
+      case ConnectivityState::kIdle: idle = true; break;
+      default: break;
+    }
+  }
+  if (connecting) return ConnectivityState::kConnecting;
+  if (idle) return ConnectivityState::kIdle;
+  return ConnectivityState::kTransientFailure;
+}
+
+std::vector<std::shared_ptr<Subchannel>> ChannelState::Subchannels() const {
+  MutexLock lock(&mu_);
+  return list_;
+}
+
+void ChannelState::Invalidate() {
+  std::vector<std::shared_ptr<Subchannel>> all = Subchannels();
+  for (auto& sc : all) sc->pool.Invalidate();
+  if (cq_) {
+    PostToAll([all] {
+      for (auto& sc : all) sc->pool.ReapLocalShard();
+    });
+  }
+}
+
+// ---- metrics ------------------------------------------------------------------------------
+
+pool::PoolMetrics ChannelState::Metrics() const {
+  MutexLock lock(&mu_);
+  pool::PoolMetrics sum = gone_metrics_;
+  for (auto& sc : list_) sum += sc->pool.Metrics();
+  for (auto& p : removed_) sum += p.Metrics();
+  return sum;
+}
+
+std::vector<std::pair<std::string, pool::PoolMetrics>> ChannelState::MetricsByAddress() const {
+  std::vector<std::pair<std::string, pool::PoolMetrics>> rows;
+  MutexLock lock(&mu_);
+  for (auto& sc : list_) rows.emplace_back(sc->record->name(), sc->pool.Metrics());
+  return rows;
+}
+
+}  // namespace ringrpc::channel

@@ -1,0 +1,157 @@
+// client/channel/channel_state.h — the channel's core: its configuration,
+// CQ threads, resolver, the list of subchannels (one per address) and the
+// pick over them. `ringrpc::Channel` is a thin handle on it; opening a call
+// (client/channel.cc) asks it for a CQ thread and a subchannel.
+//
+// Lifetime: shared. The user's Channel holds it, and so does everything
+// that runs on it — a queued or running call (its task, its ClientCall),
+// a blocking stream, a reactor (through the Channel), a connect task from
+// GetState(true). Dropping the Channel lets those finish; the last holder,
+// on whatever thread, runs the destructor, which shuts down without
+// waiting: the resolver stops, every subchannel is detached (a pool no
+// other channel uses is closed by each CQ thread on its own shard), and
+// CQ threads owned by this channel stop (see CqThreads::Shutdown for a
+// thread releasing its own set). The resolver holds it weakly and never
+// drops the last reference inside its own callback.
+//
+// Threads: configuration (config(), config_error()) is written only
+// before Start() and read-only afterwards. `mu_` guards the address list
+// and what goes with it; the atomics are read without it; per_thread_[i]
+// is touched only by CQ thread i (Pick, AnotherUsable). Everything else
+// may be called from any thread.
+//
+//   auto state = ChannelState::Create(args);        // threads, config
+//   ChannelState::Start(state, resolver);           // addresses flow in
+//   std::optional<size_t> i = state->CurrentIndex(); // on a CQ thread
+//   std::shared_ptr<Subchannel> sc = state->Pick(*i);
+#ifndef RINGRPC_CLIENT_CHANNEL_CHANNEL_STATE_H_
+#define RINGRPC_CLIENT_CHANNEL_CHANNEL_STATE_H_
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "client/channel/channel_config.h"
+#include "client/channel/resolver.h"
+#include "client/channel/subchannel.h"
+#include "client/channel_arguments.h"
+#include "client/runtime/cq_threads.h"
+#include "pool/internal/mutex.h"
+#include "pool/metrics.h"
+#include "pool/task.h"
+
+namespace ringrpc::channel {
+
+// A deadline on the wall clock as a loop time point, saturating: at or
+// before now (time_point::min() included) is `now`; more than a year ahead
+// (time_point::max() included) is TimePoint::max(), no deadline.
+TimePoint ToLoopTime(std::chrono::system_clock::time_point deadline, TimePoint now);
+
+class ChannelState : public std::enable_shared_from_this<ChannelState> {
+ public:
+  // Parses `args` and starts (or joins) the CQ threads. Bad arguments are
+  // kept as config_error(); such a channel still gets the process-wide CQ
+  // threads, so its callbacks learn of the error on one of them.
+  static std::shared_ptr<ChannelState> Create(const ChannelArguments& args);
+  // Addresses start flowing: `resolver`'s answers go to OnResolverUpdate.
+  static void Start(const std::shared_ptr<ChannelState>& state,
+                    std::shared_ptr<Resolver> resolver);
+  ~ChannelState();
+  ChannelState(const ChannelState&) = delete;
+  ChannelState& operator=(const ChannelState&) = delete;
+
+  // ---- configuration (before Start: written; after: read-only) -------------
+  const absl::Status& config_error() const { return config_error_; }
+  void Fail(absl::Status error) { config_error_ = std::move(error); }
+  const ChannelConfig& config() const { return config_; }
+  ChannelConfig& mutable_config() { return config_; }
+
+  // ---- threads ---------------------------------------------------------------
+  // Null only when no CQ thread could start.
+  runtime::CqThreads* cq() const { return cq_.get(); }
+  // The CQ thread index of the calling thread, if it is one of ours.
+  std::optional<size_t> CurrentIndex() const;
+  // A foreign caller keeps to one CQ thread (its connections stay warm).
+  size_t IndexForCaller() const;
+  // Runs `task` on CQ thread `i` (< cq()->size()). Any thread.
+  void SpawnOn(size_t i, pool::Task<void> task);
+  // On the calling CQ thread if it is one of ours, else the caller's own.
+  void Spawn(pool::Task<void> task);
+
+  // ---- addresses and picking ------------------------------------------------------
+  // The resolver's answer: a new address set replaces the list (keeping
+  // the subchannels of addresses that stay), bumps the version each CQ
+  // thread's view follows, invalidates what stays and detaches what went.
+  void OnResolverUpdate(absl::StatusOr<AddressList> update);
+  // The resolver has answered at least once (set after the list).
+  bool resolved_once() const { return resolved_once_.load(std::memory_order_acquire); }
+  void RequestReresolution() {
+    if (resolver_) resolver_->RequestReresolution();
+  }
+  // CQ thread `thread` only. pick_first: the first READY address, else the
+  // first not failing, else the first. round_robin: the next address not
+  // in TRANSIENT_FAILURE from the thread's cursor. Null: no addresses.
+  std::shared_ptr<Subchannel> Pick(size_t thread);
+  // CQ thread `thread` only: its list has an address other than `sc` that
+  // is not in TRANSIENT_FAILURE.
+  bool AnotherUsable(size_t thread, const std::shared_ptr<Subchannel>& sc) const;
+  // UNAVAILABLE naming why there is no address (the resolver's error).
+  absl::Status NoAddressError() const;
+  // The channel's connectivity state from its addresses' records.
+  ConnectivityState Aggregate() const;
+  // The current subchannels (a copy).
+  std::vector<std::shared_ptr<Subchannel>> Subchannels() const;
+  // Retires every connection made so far, on every thread, lazily.
+  void Invalidate();
+
+  // ---- metrics -----------------------------------------------------------------------
+  // Summed over current addresses, removed ones still draining and those
+  // already dropped.
+  pool::PoolMetrics Metrics() const;
+  std::vector<std::pair<std::string, pool::PoolMetrics>> MetricsByAddress() const;
+  void CountTransparentRetry() { transparent_retries_.fetch_add(1, std::memory_order_relaxed); }
+  uint64_t transparent_retries() const {
+    return transparent_retries_.load(std::memory_order_relaxed);
+  }
+
+ private:
+  ChannelState() = default;
+  void PostToAll(std::function<void()> fn);
+
+  absl::Status config_error_;
+  ChannelConfig config_;
+  std::shared_ptr<runtime::CqThreads> cq_;
+  std::shared_ptr<Resolver> resolver_;
+  std::shared_ptr<SubchannelEventListener> listener_;
+
+  mutable pool::internal::Mutex mu_;
+  std::vector<std::shared_ptr<Subchannel>> list_ ABSL_GUARDED_BY(mu_);  // resolver order
+  std::vector<SubchannelPool> removed_ ABSL_GUARDED_BY(mu_);  // addresses gone, draining
+  pool::PoolMetrics gone_metrics_ ABSL_GUARDED_BY(mu_);  // removed ones already dropped
+  absl::Status resolver_error_ ABSL_GUARDED_BY(mu_) =
+      absl::UnavailableError("no addresses resolved yet");
+  uint64_t seed_ ABSL_GUARDED_BY(mu_) = 0x5eed;
+  std::atomic<uint64_t> version_{0};  // bumped on every list change
+  std::atomic<bool> resolved_once_{false};
+  std::atomic<uint64_t> transparent_retries_{0};  // unary calls sent again (A6)
+
+  // Each CQ thread's view of the list and its round-robin cursor; touched
+  // only by that thread.
+  struct alignas(64) PerThread {
+    uint64_t version = ~uint64_t{0};
+    std::vector<std::shared_ptr<Subchannel>> list;
+    size_t next = 0;
+  };
+  std::vector<PerThread> per_thread_;
+};
+
+}  // namespace ringrpc::channel
+
+#endif  // RINGRPC_CLIENT_CHANNEL_CHANNEL_STATE_H_
