@@ -26,17 +26,22 @@ rm -rf "$log_dir"
 mkdir -p "$log_dir"
 # A private copy of the binary and its runfiles: a build during the run
 # (another bazel command) must not swap them underneath it.
-cp -rL "$bin_dir/tests/races/race_test.runfiles" "$log_dir/runfiles" ||
-  { echo "cannot copy the test's runfiles"; exit 1; }
-cp -L "$bin_dir/tests/races/race_test" "$log_dir/runfiles/race_test"
-runfiles="$log_dir/runfiles/ringrpc"
+# The layout is kept: the binary finds its libraries at
+# $ORIGIN/../../_solib_k8 and the test server under its runfiles.
+copy="$log_dir/bin"
+mkdir -p "$copy/tests/races"
+cp -rL "$bin_dir/_solib_k8" "$copy/" &&
+  cp -rL "$bin_dir/tests/races/race_test.runfiles" "$copy/tests/races/" &&
+  cp -L "$bin_dir/tests/races/race_test" "$copy/tests/races/" ||
+  { echo "cannot copy the test binary and its runfiles"; exit 1; }
+runfiles="$copy/tests/races/race_test.runfiles/ringrpc"
 end=$(( $(date +%s) + minutes * 60 ))
 runs=0; failed=0; calls=0; cancels=0; destructions=0
 while [ "$(date +%s)" -lt "$end" ]; do
   seed=$(od -An -N8 -tu8 /dev/urandom | tr -d ' ')
   log="$log_dir/run-$runs.log"
   ( cd "$runfiles" && RINGRPC_RACE_SEED=$seed RINGRPC_RACE_SECONDS=$per_run \
-      timeout $(( per_run * 4 + 120 )) ../race_test ) > "$log" 2>&1
+      timeout $(( per_run * 4 + 120 )) ../../race_test ) > "$log" 2>&1
   rc=$?
   if [ "$rc" -eq 126 ] || [ "$rc" -eq 127 ]; then echo "cannot run the test binary"; exit 1; fi
   runs=$((runs + 1))
