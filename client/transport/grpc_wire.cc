@@ -116,7 +116,13 @@ absl::StatusOr<std::string> DecodeBinaryHeader(std::string_view value) {
 
 void MessageDecoder::Feed(std::string_view bytes) {
   if (!error_.ok()) return;
-  buf_.append(bytes);
+  try {
+    buf_.append(bytes);
+  } catch (const std::bad_alloc&) {  // runs inside nghttp2's callbacks: no throw
+    error_ = absl::ResourceExhaustedError("out of memory buffering received bytes");
+    std::string().swap(buf_);
+    return;
+  }
   Parse();
 }
 

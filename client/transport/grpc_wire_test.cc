@@ -1,6 +1,10 @@
 #include "client/transport/grpc_wire.h"
 
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+
+#include <fstream>
+#include <string>
 
 namespace ringrpc::transport {
 namespace {
@@ -98,6 +102,49 @@ TEST(GrpcWire, BinaryHeadersBase64WithOrWithoutPadding) {
   EXPECT_FALSE(IsBinaryHeader("-bin"));
   EXPECT_FALSE(IsBinaryHeader("x-binary"));
 }
+
+}  // namespace
+}  // namespace ringrpc::transport
+
+namespace ringrpc::transport {
+namespace {
+
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+// Issue 11: with no receive limit, a message that cannot be held (here the
+// address space runs out) ends in RESOURCE_EXHAUSTED, not std::bad_alloc
+// escaping into a CQ thread. (Sanitizers reserve terabytes of address
+// space, so the limit cannot be lowered under them.)
+TEST(GrpcWire, OutOfMemoryGrowingAMessageIsResourceExhausted) {
+  rlimit old{};
+  ASSERT_EQ(getrlimit(RLIMIT_AS, &old), 0);
+  MessageDecoder d(UINT32_MAX);
+  std::string prefix = {0, char(0xff), char(0xff), char(0xff), char(0xf0)};  // ~4 GiB
+  d.Feed(prefix);
+  EXPECT_TRUE(d.error().ok());
+  // Room for ~512 MiB more than the process has now.
+  rlimit low = old;
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  unsigned long vm_kib = 0;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmSize:", 0) == 0) vm_kib = std::stoul(line.substr(7));
+  }
+  ASSERT_GT(vm_kib, 0u);
+  low.rlim_cur = (vm_kib + 512 * 1024) * 1024;
+  ASSERT_EQ(setrlimit(RLIMIT_AS, &low), 0);
+  const std::string chunk(1 << 20, 'x');
+  bool failed = false;
+  for (int i = 0; i < 4096 && !failed; ++i) {  // up to 4 GiB fed
+    d.Feed(chunk);
+    failed = !d.error().ok();
+  }
+  setrlimit(RLIMIT_AS, &old);
+  ASSERT_TRUE(failed) << "4 GiB buffered under a 512 MiB address-space allowance?";
+  EXPECT_EQ(d.error().code(), absl::StatusCode::kResourceExhausted) << d.error();
+  EXPECT_NE(std::string(d.error().message()).find("out of memory"), std::string::npos);
+  EXPECT_FALSE(d.Next().has_value());
+}
+#endif
 
 }  // namespace
 }  // namespace ringrpc::transport
