@@ -410,6 +410,32 @@ TEST_P(LoopTest, PoolAcquireTimeoutRunsOnTheLoop) {
   a.result()->Release();
 }
 
+// Issue 11: a finished task's frame (which may hold a channel, its rings
+// and sockets) is freed in the turn it finishes, before the loop waits
+// again; an idle loop may never turn again.
+TEST_P(LoopTest, FinishedTasksAreFreedBeforeTheLoopWaitsAgain) {
+  auto held = std::make_shared<int>(7);
+  std::weak_ptr<int> watch = held;
+  // Started by a post (as Channel::Spawn does), finished at once.
+  loop_->Post([this, h = std::move(held)]() mutable {
+    loop_->Spawn([](std::shared_ptr<int> h) -> Task<void> {
+      EXPECT_EQ(*h, 7);
+      co_return;
+    }(std::move(h)));
+  });
+  // One turn with a long wait: while the loop waits, the frame is gone.
+  std::atomic<bool> freed_while_waiting{false};
+  std::thread waker([&] {
+    std::this_thread::sleep_for(milliseconds(300));
+    freed_while_waiting = watch.expired();
+    loop_->Post([] {});
+  });
+  loop_->RunOnce(milliseconds(5000));
+  waker.join();
+  EXPECT_TRUE(freed_while_waiting.load());
+  EXPECT_EQ(loop_->spawned(), 0u);
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, LoopTest,
                          ::testing::Values(Backend::kIoUring, Backend::kEpoll),
                          [](const auto& info) { return BackendName(info.param); });
