@@ -177,6 +177,10 @@ pool::Task<std::unique_ptr<ClientCall>> CallOpener::Open(
     Status* out) {
   using namespace channel;  // NOLINT: the channel core's vocabulary
   ChannelState& st = *self;
+  if (ctx == nullptr) {
+    *out = Status(StatusCode::INVALID_ARGUMENT, "the call's ClientContext is null");
+    co_return nullptr;
+  }
   if (!st.config_error().ok()) {
     *out = Status::FromAbsl(st.config_error());
     co_return nullptr;
@@ -417,6 +421,9 @@ namespace internal {
 pool::Task<Status> CallOpener::Unary(std::shared_ptr<channel::ChannelState> self,
                                      std::string method, ClientContext* ctx, std::string request,
                                      std::string* response) {
+  if (response == nullptr) {
+    co_return Status(StatusCode::INVALID_ARGUMENT, "the unary call's response pointer is null");
+  }
   // gRFC A6: a call the server never processed (GOAWAY above its stream,
   // REFUSED_STREAM) is sent again once, transparently, on another
   // connection, within the same deadline.

@@ -632,5 +632,21 @@ TEST(CallerSafety, TargetsWithControlBytesAreRefusedAndEscapedInTheError) {
   }
 }
 
+TEST(CallerSafety, ANullContextIsInvalidArgumentInEveryForm) {
+  auto server = StartServer();
+  auto stub = TestService::NewStub(CreateChannel(server->address(), InsecureChannelCredentials()));
+  EchoRequest req;
+  EchoResponse resp;
+  Status s = stub->Unary(nullptr, req, &resp);
+  EXPECT_EQ(s.error_code(), StatusCode::INVALID_ARGUMENT) << s.ToString();
+  EXPECT_THAT(s.error_message(), HasSubstr("ClientContext is null"));
+  std::promise<Status> p;
+  stub->async()->Unary(nullptr, &req, &resp, [&p](Status st) { p.set_value(st); });
+  EXPECT_EQ(p.get_future().get().error_code(), StatusCode::INVALID_ARGUMENT);
+  auto reader = stub->ServerStream(nullptr, req);
+  EXPECT_FALSE(reader->Read(&resp));
+  EXPECT_EQ(reader->Finish().error_code(), StatusCode::INVALID_ARGUMENT);
+}
+
 }  // namespace
 }  // namespace ringrpc
