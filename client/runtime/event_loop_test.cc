@@ -471,13 +471,16 @@ TEST(CqThreads, CrossThreadWakeUpUsesMsgRing) {
   absl::StatusOr<std::unique_ptr<CqThreads>> cq =
       CqThreads::Start({.threads = 2, .backend = Backend::kIoUring});
   if (!cq.ok()) GTEST_SKIP() << "io_uring unavailable: " << cq.status();
-  std::atomic<bool> reached{false};
+  std::atomic<bool> reached{false}, counted{false};
   std::atomic<uint64_t> msg_rings{0};
   (*cq)->Post(0, [&] {
     (*cq)->Post(1, [&] { reached = true; });
     msg_rings = (*cq)->loop(0).stats().msg_rings_sent;
+    counted = true;
   });
-  while (!reached) std::this_thread::yield();
+  // Both: the MSG_RING is submitted at once, so thread 1 may run its post
+  // before thread 0 has read its counter.
+  while (!reached || !counted) std::this_thread::yield();
   EXPECT_EQ(msg_rings.load(), 1u);
 }
 
