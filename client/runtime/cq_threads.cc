@@ -1,5 +1,6 @@
 #include "client/runtime/cq_threads.h"
 
+#include <cstdlib>
 #include <future>
 #include <mutex>
 
@@ -31,16 +32,23 @@ class Orphans {
       }
     }
   }
-  ~Orphans() { JoinAll(); }
 
  private:
   std::mutex mu_;
   std::vector<std::thread> threads_;
 };
 
+// Never destroyed: a CQ thread may still add itself while the process
+// exits (the last reference to a set dropped on one of its own threads
+// after main returned); a static destructor would race it. What is here is
+// joined by the next Start() and, at exit, by an atexit handler.
 Orphans& TheOrphans() {
-  static Orphans orphans;
-  return orphans;
+  static Orphans* orphans = [] {
+    auto* o = new Orphans;
+    std::atexit([] { TheOrphans().JoinAll(); });
+    return o;
+  }();
+  return *orphans;
 }
 
 }  // namespace
