@@ -39,11 +39,7 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 using SysClock = std::chrono::system_clock;
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-constexpr bool kSanitized = true;
-#else
-constexpr bool kSanitized = false;
-#endif
+using testing::kSanitized;
 
 std::unique_ptr<testing::ServerProcess> StartServer() {
   auto s = testing::ServerProcess::Start();
@@ -67,6 +63,14 @@ bool Eventually(Pred pred, std::chrono::milliseconds limit) {
   }
   return true;
 }
+
+// One async call's context, request, response and outcome.
+struct Slot {
+  ClientContext ctx;
+  EchoRequest req;
+  EchoResponse resp;
+  Status status;
+};
 
 // Counts each call's completions: every call must end exactly once.
 struct Ledger {
@@ -94,12 +98,6 @@ TEST(CallerSafety, TryCancelRacingAsyncCompletionNeverCorruptsOrSwapsResponses) 
   auto channel = CreateChannel(server->address(), InsecureChannelCredentials());
   auto stub = TestService::NewStub(channel);
   constexpr size_t kCalls = 3000;
-  struct Slot {
-    ClientContext ctx;
-    EchoRequest req;
-    EchoResponse resp;
-    Status status;
-  };
   std::vector<std::unique_ptr<Slot>> slots(kCalls);
   Ledger ledger(kCalls);
   std::atomic<size_t> started{0};
@@ -214,12 +212,6 @@ TEST(CallerSafety, RequestOverTheSendLimitFailsAndTheNextCallIsServed) {
 
 void DestroyWithQueuedCalls(const std::string& target, bool expect_ok) {
   constexpr size_t kCalls = 1000;
-  struct Slot {
-    ClientContext ctx;
-    EchoRequest req;
-    EchoResponse resp;
-    Status status;
-  };
   std::vector<std::unique_ptr<Slot>> slots(kCalls);
   Ledger ledger(kCalls);
   {

@@ -54,11 +54,7 @@ using test::ringrpc::TestService;
 using SysClock = std::chrono::system_clock;
 using Rng = std::mt19937_64;
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-constexpr bool kSanitized = true;
-#else
-constexpr bool kSanitized = false;
-#endif
+using testing::kSanitized;
 
 uint64_t EnvU64(const char* name, uint64_t fallback) {
   const char* v = std::getenv(name);

@@ -13,6 +13,14 @@
 
 namespace ringrpc::testing {
 
+// Built with ASAN or TSAN: memory and address-space measurements mean
+// little (shadow memory, reservations of terabytes).
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr bool kSanitized = true;
+#else
+constexpr bool kSanitized = false;
+#endif
+
 // VmRSS in KiB (-1 if unreadable).
 inline long RssKiB() {
   std::ifstream status("/proc/self/status");
