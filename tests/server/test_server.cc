@@ -87,7 +87,12 @@ class Service final : public ringrpc::test::TestService::Service {
         return Status(grpc::StatusCode::CANCELLED, "cancelled");
       }
       resp.set_count(i);
-      if (!writer->Write(resp)) break;
+      // A write fails only once the stream is gone: the client's RST can
+      // reach grpc++ as a failed write before IsCancelled() says so.
+      if (!writer->Write(resp)) {
+        cancelled.fetch_add(1);
+        return Status(grpc::StatusCode::CANCELLED, "cancelled");
+      }
     }
     if (req->status_code() != 0) {
       return Status(static_cast<grpc::StatusCode>(req->status_code()), req->status_message());
