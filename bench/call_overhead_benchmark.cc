@@ -65,7 +65,7 @@ Fixture& F() {
   return *f;
 }
 
-ringrpc::pool::Task<void> Calls(int64_t n, std::promise<int64_t>* failed) {
+ringrpc::Task<void> Calls(int64_t n, std::promise<int64_t>* failed) {
   int64_t bad = 0;
   EchoResponse resp;
   for (int64_t i = 0; i < n; ++i) {

@@ -163,7 +163,7 @@ EchoRequest Request(int size) {
 
 // ---- ringrpc -----------------------------------------------------------------
 
-ringrpc::pool::Task<void> RingUnary(RingStub* stub, const EchoRequest* req, Slot* slot,
+ringrpc::Task<void> RingUnary(RingStub* stub, const EchoRequest* req, Slot* slot,
                                     Phase* phase) {
   EchoResponse resp;
   while (!phase->stop.load(std::memory_order_relaxed)) {
@@ -175,7 +175,7 @@ ringrpc::pool::Task<void> RingUnary(RingStub* stub, const EchoRequest* req, Slot
   phase->SlotDone();
 }
 
-ringrpc::pool::Task<void> RingBidi(RingStub* stub, const EchoRequest* req, Slot* slot,
+ringrpc::Task<void> RingBidi(RingStub* stub, const EchoRequest* req, Slot* slot,
                                    Phase* phase) {
   ringrpc::ClientContext ctx;
   ringrpc::Status open;

@@ -75,7 +75,7 @@ int main(int argc, char** argv) {
     std::promise<void> done;
     rr_channel->Spawn([](ringrpc::test::ringrpc::TestService::Stub* stub,
                          const ringrpc::test::EchoRequest& req, int n,
-                         std::promise<void>* done) -> ::ringrpc::pool::Task<void> {
+                         std::promise<void>* done) -> ::ringrpc::Task<void> {
       for (int i = 0; i < n; ++i) {
         ::ringrpc::ClientContext ctx;
         ringrpc::test::EchoResponse resp;

@@ -25,6 +25,7 @@
 
 #include <google/protobuf/message_lite.h>
 
+#include "base/task.h"
 #include "client/channel.h"
 #include "client/status.h"
 
@@ -41,13 +42,13 @@ class BlockingCallBase {
     if (call_->OnChannelThread()) {
       // Another CQ thread of the channel: hand the call over, do not wait.
       ClientCall* call = call_.release();
-      call->Run([](ClientCall* c) -> pool::Task<void> {
+      call->Run([](ClientCall* c) -> Task<void> {
         delete c;
         co_return;
       }(call));
       return;
     }
-    Run([this]() -> pool::Task<void> {
+    Run([this]() -> Task<void> {
       call_.reset();  // released on its own thread
       co_return;
     });
@@ -60,12 +61,12 @@ class BlockingCallBase {
   bool WriteBytes(std::string message) {
     if (!call_ || Refused()) return false;
     bool ok = false;
-    Run([&]() -> pool::Task<void> { ok = (co_await call_->Write(std::move(message))).ok(); });
+    Run([&]() -> Task<void> { ok = (co_await call_->Write(std::move(message))).ok(); });
     return ok;
   }
   bool WritesDoneSync() {
     if (!call_ || Refused()) return false;
-    Run([&]() -> pool::Task<void> {
+    Run([&]() -> Task<void> {
       call_->WritesDone();
       co_return;
     });
@@ -76,11 +77,11 @@ class BlockingCallBase {
   bool ReadInto(google::protobuf::MessageLite* out) {
     if (!call_ || Refused()) return false;
     std::optional<std::string> m;
-    Run([&]() -> pool::Task<void> { m = co_await call_->Read(); });
+    Run([&]() -> Task<void> { m = co_await call_->Read(); });
     if (!m) return false;
     if (!out->ParseFromString(*m)) {
       bad_message_ = out->GetTypeName();
-      Run([&]() -> pool::Task<void> {
+      Run([&]() -> Task<void> {
         call_->Cancel();
         co_return;
       });
@@ -92,7 +93,7 @@ class BlockingCallBase {
     if (!call_) return open_;
     if (Refused()) return misuse_;
     Status s;
-    Run([&]() -> pool::Task<void> { s = co_await call_->Finish(); });
+    Run([&]() -> Task<void> { s = co_await call_->Finish(); });
     if (!bad_message_.empty()) {
       return Status(StatusCode::INTERNAL, "a response message does not parse as " + bad_message_);
     }
@@ -113,10 +114,10 @@ class BlockingCallBase {
   }
 
   // Runs `make()` on the call's CQ thread and waits for it.
-  void Run(std::function<pool::Task<void>()> make) {
+  void Run(std::function<Task<void>()> make) {
     std::promise<void> done;
-    call_->Run([](std::function<pool::Task<void>()> make,
-                  std::promise<void>* done) -> pool::Task<void> {
+    call_->Run([](std::function<Task<void>()> make,
+                  std::promise<void>* done) -> Task<void> {
       co_await make();
       done->set_value();
     }(std::move(make), &done));

@@ -74,7 +74,7 @@ class ReactorCore : public std::enable_shared_from_this<ReactorCore> {
     }
     if (!refused.ok()) {  // nothing can run: end once, on a CQ thread
       if (channel_ != nullptr && channel_->cq_thread_count() > 0) {
-        channel_->Spawn([](std::shared_ptr<ReactorCore> self, Status s) -> pool::Task<void> {
+        channel_->Spawn([](std::shared_ptr<ReactorCore> self, Status s) -> Task<void> {
           ClientReactorBase* r = std::exchange(self->reactor_, nullptr);
           r->OnDone(s);
           co_return;
@@ -92,7 +92,7 @@ class ReactorCore : public std::enable_shared_from_this<ReactorCore> {
  private:
   using Kind = Op::Kind;
 
-  pool::Task<void> Run(std::shared_ptr<ReactorCore> self) {
+  Task<void> Run(std::shared_ptr<ReactorCore> self) {
     std::vector<Op> early;
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -163,7 +163,7 @@ class ReactorCore : public std::enable_shared_from_this<ReactorCore> {
     loop_->Post([self = shared_from_this()] { self->loop_->Spawn(self->WriteOne(self)); });
   }
 
-  pool::Task<void> ReadOne(std::shared_ptr<ReactorCore> self,
+  Task<void> ReadOne(std::shared_ptr<ReactorCore> self,
                            google::protobuf::MessageLite* out) {
     bool ok = false;
     if (call_ != nullptr) {
@@ -180,7 +180,7 @@ class ReactorCore : public std::enable_shared_from_this<ReactorCore> {
     MaybeDone();
   }
 
-  pool::Task<void> WriteOne(std::shared_ptr<ReactorCore> self) {
+  Task<void> WriteOne(std::shared_ptr<ReactorCore> self) {
     Op op = std::move(writes_.front());
     writes_.pop_front();
     bool ok = false;
@@ -207,14 +207,14 @@ class ReactorCore : public std::enable_shared_from_this<ReactorCore> {
   }
 
   // Client streaming: the single response, read as soon as it comes.
-  pool::Task<void> ReadResponse(std::shared_ptr<ReactorCore> self) {
+  Task<void> ReadResponse(std::shared_ptr<ReactorCore> self) {
     std::optional<std::string> m = co_await call_->Read();
     got_response_ = m && Parse(*m, response_);
     --running_;
     MaybeDone();
   }
 
-  pool::Task<void> Finisher(std::shared_ptr<ReactorCore> self) {
+  Task<void> Finisher(std::shared_ptr<ReactorCore> self) {
     ReportMetadata(co_await call_->ReadInitialMetadata());
     final_ = co_await call_->Finish();
     --running_;

@@ -54,7 +54,7 @@ constexpr int kMaxClosedPoolRepicks = 100;
 // lease and the stream's start tries another lease.
 constexpr int kMaxStartRetries = 4;
 
-pool::Task<absl::StatusOr<SubchannelLease>> Acquire(SubchannelPool p) {
+Task<absl::StatusOr<SubchannelLease>> Acquire(SubchannelPool p) {
   co_return co_await p.Acquire();
 }
 
@@ -67,16 +67,16 @@ namespace internal {
 class CallOpener {
  public:
   // `method` must outlive the task (callers await it at once).
-  static pool::Task<std::unique_ptr<ClientCall>> Open(
+  static Task<std::unique_ptr<ClientCall>> Open(
       std::shared_ptr<channel::ChannelState> self, const std::string& method, ClientContext* ctx,
       Status* out);
-  static pool::Task<std::unique_ptr<ClientCall>> OpenHolding(
+  static Task<std::unique_ptr<ClientCall>> OpenHolding(
       std::shared_ptr<channel::ChannelState> self, std::string method, ClientContext* ctx,
       Status* out) {
     co_return co_await Open(std::move(self), method, ctx, out);
   }
   // A unary call; the task holds the channel.
-  static pool::Task<Status> Unary(std::shared_ptr<channel::ChannelState> self,
+  static Task<Status> Unary(std::shared_ptr<channel::ChannelState> self,
                                   std::string method, ClientContext* ctx, std::string request,
                                   std::string* response);
 };
@@ -121,18 +121,18 @@ struct ClientCall::Impl {
 ClientCall::ClientCall(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 ClientCall::~ClientCall() = default;
 
-pool::Task<Status> ClientCall::Write(std::string_view message) {
-  return [](pool::Task<absl::Status> t) -> pool::Task<Status> {
+Task<Status> ClientCall::Write(std::string_view message) {
+  return [](Task<absl::Status> t) -> Task<Status> {
     co_return Status::FromAbsl(co_await std::move(t));
   }(impl_->call->Write(message));
 }
 bool ClientCall::never_sent() const { return impl_->call->never_sent(); }
 void ClientCall::WritesDone() { impl_->call->WritesDone(); }
-pool::Task<std::optional<std::string>> ClientCall::Read() { return impl_->call->Read(); }
+Task<std::optional<std::string>> ClientCall::Read() { return impl_->call->Read(); }
 void ClientCall::Cancel() { impl_->call->Cancel(); }
 
-void ClientCall::Run(pool::Task<void> task) {
-  auto holder = std::make_shared<pool::Task<void>>(std::move(task));
+void ClientCall::Run(Task<void> task) {
+  auto holder = std::make_shared<Task<void>>(std::move(task));
   runtime::EventLoop* loop = impl_->loop;
   loop->Post([loop, holder] { loop->Spawn(std::move(*holder)); });
 }
@@ -140,7 +140,7 @@ void ClientCall::Run(pool::Task<void> task) {
 bool ClientCall::OnItsThread() const { return runtime::EventLoop::Current() == impl_->loop; }
 bool ClientCall::OnChannelThread() const { return impl_->channel->CurrentIndex().has_value(); }
 
-pool::Task<bool> ClientCall::ReadInitialMetadata() {
+Task<bool> ClientCall::ReadInitialMetadata() {
   co_await impl_->call->WaitForInitialMetadata();
   co_return PublishInitialMetadata();
 }
@@ -152,7 +152,7 @@ bool ClientCall::PublishInitialMetadata() {
   return true;
 }
 
-pool::Task<Status> ClientCall::Finish() {
+Task<Status> ClientCall::Finish() {
   co_await impl_->call->Finish();
   co_return FinishNow();
 }
@@ -172,7 +172,7 @@ Status ClientCall::WriteNow(std::string_view message) {
 
 namespace internal {
 
-pool::Task<std::unique_ptr<ClientCall>> CallOpener::Open(
+Task<std::unique_ptr<ClientCall>> CallOpener::Open(
     std::shared_ptr<channel::ChannelState> self, const std::string& method, ClientContext* ctx,
     Status* out) {
   using namespace channel;  // NOLINT: the channel core's vocabulary
@@ -227,7 +227,7 @@ pool::Task<std::unique_ptr<ClientCall>> CallOpener::Open(
         *out = Status::FromAbsl(last);
         co_return nullptr;
       }
-      co_await pool::SleepUntil(loop, std::min(deadline, loop.Now() + milliseconds(20)));
+      co_await SleepUntil(loop, std::min(deadline, loop.Now() + milliseconds(20)));
       continue;
     }
     // The warm path: a connection this thread has, with a free stream. No
@@ -246,7 +246,7 @@ pool::Task<std::unique_ptr<ClientCall>> CallOpener::Open(
           *out = Status::FromAbsl(backoff);
           co_return nullptr;
         }
-        co_await pool::SleepUntil(loop, std::min(deadline, sc->record->next_attempt()));
+        co_await SleepUntil(loop, std::min(deadline, sc->record->next_attempt()));
         continue;
       }
       Duration left = deadline == TimePoint::max() ? Duration(std::chrono::hours(24 * 365))
@@ -258,7 +258,7 @@ pool::Task<std::unique_ptr<ClientCall>> CallOpener::Open(
     if (!lease->ok() && sc->pool.closed() && attempt < kMaxClosedPoolRepicks) {
       // A resolver update dropped this address after the pick (the fault
       // suite's flapping test): pick again once this thread has the new list.
-      co_await pool::SleepUntil(loop, std::min(deadline, loop.Now() + milliseconds(1)));
+      co_await SleepUntil(loop, std::min(deadline, loop.Now() + milliseconds(1)));
       continue;
     }
     if (!lease->ok()) {
@@ -274,7 +274,7 @@ pool::Task<std::unique_ptr<ClientCall>> CallOpener::Open(
       // Wait for the address's backoff (shared by all threads) to allow a
       // new attempt, or a little while, within the deadline.
       TimePoint retry = std::max(sc->record->next_attempt(), loop.Now() + milliseconds(5));
-      co_await pool::SleepUntil(loop, std::min(deadline, retry));
+      co_await SleepUntil(loop, std::min(deadline, retry));
       continue;
     }
     SubchannelLease leased = std::move(**lease);
@@ -379,7 +379,7 @@ absl::Status ApplyCredentials(const ChannelCredentials* creds, channel::ChannelC
 
 // Holds the channel's state (not the Channel, which the caller may drop
 // while this is queued): the call runs to its end and `done` runs once.
-pool::Task<void> RunUnary(std::shared_ptr<channel::ChannelState> state, std::string method,
+Task<void> RunUnary(std::shared_ptr<channel::ChannelState> state, std::string method,
                           ClientContext* ctx, std::string request, std::string* response,
                           std::function<void(Status)> done) {
   Status s = co_await internal::CallOpener::Unary(std::move(state), std::move(method), ctx,
@@ -405,12 +405,12 @@ Channel::~Channel() = default;
 
 Status Channel::configuration_status() const { return Status::FromAbsl(state_->config_error()); }
 
-pool::Task<std::unique_ptr<ClientCall>> Channel::Open(std::string method, ClientContext* ctx,
+Task<std::unique_ptr<ClientCall>> Channel::Open(std::string method, ClientContext* ctx,
                                                       Status* status) {
   return internal::CallOpener::OpenHolding(state_, std::move(method), ctx, status);
 }
 
-pool::Task<Status> Channel::Unary(std::string method, ClientContext* ctx, std::string request,
+Task<Status> Channel::Unary(std::string method, ClientContext* ctx, std::string request,
                                   std::string* response) {
   return internal::CallOpener::Unary(state_, std::move(method), ctx, std::move(request),
                                      response);
@@ -418,7 +418,7 @@ pool::Task<Status> Channel::Unary(std::string method, ClientContext* ctx, std::s
 
 namespace internal {
 
-pool::Task<Status> CallOpener::Unary(std::shared_ptr<channel::ChannelState> self,
+Task<Status> CallOpener::Unary(std::shared_ptr<channel::ChannelState> self,
                                      std::string method, ClientContext* ctx, std::string request,
                                      std::string* response) {
   if (response == nullptr) {
@@ -459,12 +459,12 @@ pool::Task<Status> CallOpener::Unary(std::shared_ptr<channel::ChannelState> self
 
 }  // namespace internal
 
-void Channel::Spawn(pool::Task<void> task) {
+void Channel::Spawn(Task<void> task) {
   if (!state_->cq()) return;  // the CQ threads could not start: nothing can run
   state_->Spawn(std::move(task));
 }
 
-Status Channel::SpawnOn(size_t cq_thread, pool::Task<void> task) {
+Status Channel::SpawnOn(size_t cq_thread, Task<void> task) {
   if (!state_->cq()) {
     return Status::FromAbsl(state_->config_error().ok()
                                 ? absl::UnavailableError("the channel has no CQ threads")
@@ -506,7 +506,7 @@ std::unique_ptr<ClientCall> Channel::BlockingOpen(const std::string& method, Cli
   auto result = promise.get_future();
   state_->Spawn([](std::shared_ptr<channel::ChannelState> st, std::string method,
                    ClientContext* ctx, Status* status,
-                   std::promise<std::unique_ptr<ClientCall>>* out) -> pool::Task<void> {
+                   std::promise<std::unique_ptr<ClientCall>>* out) -> Task<void> {
     out->set_value(co_await internal::CallOpener::Open(std::move(st), method, ctx, status));
   }(state_, method, ctx, status, &promise));
   return result.get();
@@ -536,7 +536,7 @@ ConnectivityState Channel::GetState(bool try_to_connect) {
   channel::ConnectivityState s = state_->Aggregate();
   if (s == channel::ConnectivityState::kIdle && try_to_connect) {
     auto st = state_;
-    Spawn([](std::shared_ptr<channel::ChannelState> st) -> pool::Task<void> {
+    Spawn([](std::shared_ptr<channel::ChannelState> st) -> Task<void> {
       std::optional<size_t> i = st->CurrentIndex();
       if (!i) co_return;
       if (auto sc = st->Pick(*i)) {
@@ -554,15 +554,15 @@ bool Channel::WaitForStateChange(ConnectivityState last,
   // makes the change: answer at once.
   if (state_->CurrentIndex()) return Public(state_->Aggregate()) != last;
   // Through ToLoopTime: saturating, so min()/max() do not overflow.
-  const pool::TimePoint now = pool::Clock::now();
-  const pool::TimePoint until = channel::ToLoopTime(deadline, now);
+  const TimePoint now = Clock::now();
+  const TimePoint until = channel::ToLoopTime(deadline, now);
   for (;;) {
     if (Public(state_->Aggregate()) != last) return true;
     // Address records are shared between channels and change on any CQ
     // thread: the state is polled every 10 ms.
-    const pool::TimePoint t = pool::Clock::now();
+    const TimePoint t = Clock::now();
     if (t >= until) return false;
-    std::this_thread::sleep_for(std::min<pool::Duration>(until - t, std::chrono::milliseconds(10)));
+    std::this_thread::sleep_for(std::min<Duration>(until - t, std::chrono::milliseconds(10)));
   }
 }
 

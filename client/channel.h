@@ -22,11 +22,11 @@
 #include <optional>
 #include <string>
 
+#include "base/task.h"
 #include "client/channel_arguments.h"
 #include "client/client_context.h"
 #include "client/status.h"
 #include "pool/metrics.h"
-#include "pool/task.h"
 
 namespace ringrpc {
 
@@ -70,16 +70,16 @@ class ClientCall {
   ClientCall& operator=(const ClientCall&) = delete;
 
   // Queues one message (copied now: `message` may go at once).
-  pool::Task<Status> Write(std::string_view message);
+  Task<Status> Write(std::string_view message);
   void WritesDone();
-  pool::Task<std::optional<std::string>> Read();
+  Task<std::optional<std::string>> Read();
   // Waits for the server's initial metadata and puts it in the context:
   // false if the call ended without any. Not while Finish() is awaited.
-  pool::Task<bool> ReadInitialMetadata();
+  Task<bool> ReadInitialMetadata();
   // The same without waiting: false if none has arrived (yet).
   bool PublishInitialMetadata();
   // The status; also fills the context's server metadata and peer.
-  pool::Task<Status> Finish();
+  Task<Status> Finish();
   // The call has its status: FinishNow() gives it without waiting.
   bool finished() const;
   Status FinishNow();
@@ -91,7 +91,7 @@ class ClientCall {
   bool never_sent() const;
   // Runs `task` on the CQ thread this call lives on (any thread may call
   // it): how the blocking stream API drives a call.
-  void Run(pool::Task<void> task);
+  void Run(Task<void> task);
   // The calling thread is the CQ thread this call lives on / any of its
   // channel's CQ threads (where blocking on the call would deadlock).
   bool OnItsThread() const;
@@ -118,9 +118,9 @@ class Channel {
   void UnaryCallAsync(const std::string& method, ClientContext* ctx, std::string request,
                       std::string* response, std::function<void(Status)> done);
   // On a CQ thread of this channel (from Spawn()ed work).
-  pool::Task<Status> Unary(std::string method, ClientContext* ctx, std::string request,
+  Task<Status> Unary(std::string method, ClientContext* ctx, std::string request,
                            std::string* response);
-  pool::Task<std::unique_ptr<ClientCall>> Open(std::string method, ClientContext* ctx,
+  Task<std::unique_ptr<ClientCall>> Open(std::string method, ClientContext* ctx,
                                                Status* status);
   // Open from a thread that is not one of the channel's CQ threads (the
   // blocking stream API): hops to a CQ thread, opens there, waits.
@@ -128,11 +128,11 @@ class Channel {
                                            Status* status);
   // Runs `task` on one of the channel's CQ threads (chosen by the calling
   // thread, so one caller keeps to one thread's warm connections).
-  void Spawn(pool::Task<void> task);
+  void Spawn(Task<void> task);
   // Runs `task` on CQ thread `cq_thread` (< cq_thread_count()), for callers
   // that manage their own affinity. INVALID_ARGUMENT (and `task` dropped
   // unstarted) for a thread that does not exist.
-  Status SpawnOn(size_t cq_thread, pool::Task<void> task);
+  Status SpawnOn(size_t cq_thread, Task<void> task);
   // The channel's CQ threads (a channel whose configuration is bad still
   // has the process-wide ones, where its calls end with the error; 0 only
   // when no CQ thread could start).

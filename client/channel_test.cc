@@ -244,7 +244,7 @@ TEST(Channel, BackendKilledUnderLoadOnlyInFlightCallsFail) {
   EXPECT_GT(after_kill_ok.load(), 20);
 }
 
-pool::Task<void> StreamAll(Channel* ch, int count, std::vector<int>* seen, Status* status,
+Task<void> StreamAll(Channel* ch, int count, std::vector<int>* seen, Status* status,
                            std::promise<void>* done) {
   ClientContext ctx;
   std::unique_ptr<ClientCall> call =
@@ -283,7 +283,7 @@ TEST(Channel, CoroutineApiOffACqThreadIsRefusedClearly) {
   auto ch = CreateChannel(server->address(), InsecureChannelCredentials());
   ClientContext ctx;
   std::string reply;
-  pool::Task<Status> t = ch->Unary(kUnary, &ctx, "", &reply);
+  Task<Status> t = ch->Unary(kUnary, &ctx, "", &reply);
   t.handle().resume();
   ASSERT_TRUE(t.done());
   EXPECT_EQ(t.result().error_code(), StatusCode::FAILED_PRECONDITION);
@@ -494,7 +494,7 @@ struct PeerCalls {
   std::vector<std::string> errors;
 };
 
-pool::Task<void> PeerCall(Channel* ch, int sleep_ms, PeerCalls* out) {
+Task<void> PeerCall(Channel* ch, int sleep_ms, PeerCalls* out) {
   ClientContext ctx;
   EchoRequest req;
   req.set_want_peer(true);

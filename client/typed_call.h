@@ -15,6 +15,7 @@
 
 #include <google/protobuf/message_lite.h>
 
+#include "base/task.h"
 #include "client/channel.h"
 #include "client/status.h"
 
@@ -39,13 +40,13 @@ class TypedCall {
  public:
   explicit TypedCall(std::unique_ptr<ClientCall> call) : call_(std::move(call)) {}
 
-  pool::Task<Status> Write(const Request& request) {
+  Task<Status> Write(const Request& request) {
     return call_->Write(request.SerializeAsString());
   }
   void WritesDone() { call_->WritesDone(); }
   // False at the end of the stream (or on a message that does not parse:
   // the call is cancelled and Finish says INTERNAL).
-  pool::Task<bool> Read(Response* response) {
+  Task<bool> Read(Response* response) {
     std::optional<std::string> m = co_await call_->Read();
     if (!m) co_return false;
     if (!response->ParseFromString(*m)) {
@@ -55,7 +56,7 @@ class TypedCall {
     }
     co_return true;
   }
-  pool::Task<Status> Finish() {
+  Task<Status> Finish() {
     Status s = co_await call_->Finish();
     if (bad_message_) {
       co_return Status(StatusCode::INTERNAL,

@@ -259,7 +259,7 @@ class Generator final : public CodeGenerator {
                   "$dep$::ringrpc::Status $name$(::ringrpc::ClientContext* context, "
                   "const $req$& request, $resp$* response) override;\n"
                   "// Coroutine (on one of the channel's CQ threads).\n"
-                  "$dep$::ringrpc::pool::Task<::ringrpc::Status> $co_name$(::ringrpc::ClientContext* "
+                  "$dep$::ringrpc::Task<::ringrpc::Status> $co_name$(::ringrpc::ClientContext* "
                   "context, const $req$& request, $resp$* response);\n\n");
         } else {
           p.Print(v,
@@ -268,7 +268,7 @@ class Generator final : public CodeGenerator {
           p.Print(v,
                   "// Streaming, coroutine form (on one of the channel's CQ threads):\n"
                   "// nullptr and *status on failure to start.\n"
-                  "$dep$::ringrpc::pool::Task<std::unique_ptr<::ringrpc::TypedCall<$req$, $resp$>>> "
+                  "$dep$::ringrpc::Task<std::unique_ptr<::ringrpc::TypedCall<$req$, $resp$>>> "
                   "$co_name$(::ringrpc::ClientContext* context, ::ringrpc::Status* status);\n\n");
         }
       }
@@ -328,7 +328,7 @@ class Generator final : public CodeGenerator {
                   "  ::ringrpc::Status s = channel_->BlockingUnaryCall(\"$path$\", context, "
                   "request.SerializeAsString(), &reply);\n"
                   "  return ::ringrpc::ParseReply(s, reply, response);\n}\n\n"
-                  "::ringrpc::pool::Task<::ringrpc::Status> $cls$::Stub::$co_name$("
+                  "::ringrpc::Task<::ringrpc::Status> $cls$::Stub::$co_name$("
                   "::ringrpc::ClientContext* context, const $req$& request, $resp$* response) {\n"
                   "  std::string reply;\n"
                   "  ::ringrpc::Status s = co_await channel_->Unary(\"$path$\", context, "
@@ -351,7 +351,7 @@ class Generator final : public CodeGenerator {
                   "channel_->BlockingOpen(\"$path$\", context, &status);\n"
                   "  return $make$;\n}\n\n");
           p.Print(v,
-                  "::ringrpc::pool::Task<std::unique_ptr<::ringrpc::TypedCall<$req$, $resp$>>> "
+                  "::ringrpc::Task<std::unique_ptr<::ringrpc::TypedCall<$req$, $resp$>>> "
                   "$cls$::Stub::$co_name$(::ringrpc::ClientContext* context, "
                   "::ringrpc::Status* status) {\n"
                   "  std::unique_ptr<::ringrpc::ClientCall> call = co_await "

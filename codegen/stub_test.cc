@@ -25,7 +25,7 @@ using TestService = ringrpc::test::ringrpc::TestService;
 using ::ringrpc::ClientContext;
 using ::ringrpc::Status;
 using ::ringrpc::StatusCode;
-using ::ringrpc::pool::Task;
+using ::ringrpc::Task;
 
 class StubTest : public ::testing::Test {
  protected:

@@ -33,7 +33,7 @@ using ringrpc::pool::Pool;
 using ringrpc::pool::PoolConfig;
 using ringrpc::pool::PoolMetrics;
 using ringrpc::pool::Reservoir;
-using ringrpc::pool::Task;
+using ringrpc::Task;
 using ringrpc::pool::ThreadContext;
 
 // An owned socket.

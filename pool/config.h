@@ -16,7 +16,7 @@
 #include <optional>
 
 #include "absl/status/status.h"
-#include "pool/runtime.h"
+#include "base/time.h"
 
 namespace ringrpc::pool {
 class PoolObserver;

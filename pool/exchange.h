@@ -20,8 +20,8 @@
 #include <cstddef>
 #include <optional>
 
+#include "base/time.h"
 #include "pool/retire.h"
-#include "pool/runtime.h"
 
 namespace ringrpc::pool {
 

@@ -10,7 +10,7 @@
 #define RINGRPC_POOL_MUTEX_RESERVOIR_H_
 
 #include <deque>
-#include "pool/internal/mutex.h"
+#include "base/mutex.h"
 #include <optional>
 
 #include "absl/base/thread_annotations.h"
@@ -25,23 +25,23 @@ class MutexReservoir final : public Exchange<D> {
       : capacity_(capacity == 0 ? 1 : capacity) {}
 
   bool TryAdmit() override {
-    internal::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     if (admitted_ >= capacity_) return false;
     ++admitted_;
     return true;
   }
   void CancelAdmit() override {
-    internal::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     --admitted_;
   }
   void Push(Parked<D> parked) override {
-    internal::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     queue_.push_back(std::move(parked));
   }
   std::optional<Parked<D>> Pop() override {
     std::optional<Parked<D>> out;
     {
-      internal::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       if (queue_.empty()) return std::nullopt;
       out.emplace(std::move(queue_.front()));
       queue_.pop_front();
@@ -52,7 +52,7 @@ class MutexReservoir final : public Exchange<D> {
   size_t Clear() override {
     std::deque<Parked<D>> dropped;
     {
-      internal::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       dropped.swap(queue_);
       admitted_ -= dropped.size();
     }
@@ -60,17 +60,17 @@ class MutexReservoir final : public Exchange<D> {
   }
   size_t capacity() const override { return capacity_; }
   size_t admitted() const override {
-    internal::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     return admitted_;
   }
   size_t parked() const override {
-    internal::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     return queue_.size();
   }
 
  private:
   const size_t capacity_;
-  mutable internal::Mutex mu_;
+  mutable Mutex mu_;
   size_t admitted_ ABSL_GUARDED_BY(mu_) = 0;
   std::deque<Parked<D>> queue_ ABSL_GUARDED_BY(mu_);
 };

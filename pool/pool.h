@@ -25,12 +25,13 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "base/task.h"
+#include "base/time.h"
 #include "pool/config.h"
 #include "pool/exchange.h"
 #include "pool/internal/shard.h"
 #include "pool/metrics.h"
-#include "pool/runtime.h"
-#include "pool/task.h"
+#include "pool/thread_context.h"
 
 namespace ringrpc::pool {
 

@@ -16,8 +16,8 @@
 #include <optional>
 #include <string_view>
 
+#include "base/time.h"
 #include "pool/config.h"
-#include "pool/runtime.h"
 
 namespace ringrpc::pool {
 

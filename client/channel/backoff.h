@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "base/time.h"
 #include "client/channel/channel_config.h"
 
 namespace ringrpc::channel {

@@ -9,15 +9,13 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "base/time.h"
 #include "client/channel_arguments.h"
 #include "client/runtime/event_loop.h"
 #include "client/transport/http2_connection.h"
 #include "pool/config.h"
 
 namespace ringrpc::channel {
-
-using pool::Duration;
-using pool::TimePoint;
 
 enum class LbPolicy { kPickFirst, kRoundRobin };
 

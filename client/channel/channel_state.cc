@@ -14,7 +14,7 @@ namespace {
 
 using runtime::CqThreads;
 using runtime::EventLoop;
-using MutexLock = pool::internal::MutexLock;
+using MutexLock = MutexLock;
 
 // The process-wide CQ threads: made on first use, gone with the last
 // channel that holds them.
@@ -115,13 +115,13 @@ size_t ChannelState::IndexForCaller() const {
   return std::hash<std::thread::id>()(std::this_thread::get_id()) % cq_->size();
 }
 
-void ChannelState::SpawnOn(size_t i, pool::Task<void> task) {
-  auto holder = std::make_shared<pool::Task<void>>(std::move(task));
+void ChannelState::SpawnOn(size_t i, Task<void> task) {
+  auto holder = std::make_shared<Task<void>>(std::move(task));
   EventLoop* loop = &cq_->loop(i);
   cq_->Post(i, [loop, holder] { loop->Spawn(std::move(*holder)); });
 }
 
-void ChannelState::Spawn(pool::Task<void> task) {
+void ChannelState::Spawn(Task<void> task) {
   std::optional<size_t> here = CurrentIndex();
   SpawnOn(here ? *here : IndexForCaller(), std::move(task));
 }

@@ -38,14 +38,15 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
+#include "base/mutex.h"
+#include "base/task.h"
+#include "base/time.h"
 #include "client/channel/channel_config.h"
 #include "client/channel/resolver.h"
 #include "client/channel/subchannel.h"
 #include "client/channel_arguments.h"
 #include "client/runtime/cq_threads.h"
-#include "pool/internal/mutex.h"
 #include "pool/metrics.h"
-#include "pool/task.h"
 
 namespace ringrpc::channel {
 
@@ -81,9 +82,9 @@ class ChannelState : public std::enable_shared_from_this<ChannelState> {
   // A foreign caller keeps to one CQ thread (its connections stay warm).
   size_t IndexForCaller() const;
   // Runs `task` on CQ thread `i` (< cq()->size()). Any thread.
-  void SpawnOn(size_t i, pool::Task<void> task);
+  void SpawnOn(size_t i, Task<void> task);
   // On the calling CQ thread if it is one of ours, else the caller's own.
-  void Spawn(pool::Task<void> task);
+  void Spawn(Task<void> task);
 
   // ---- addresses and picking ------------------------------------------------------
   // The resolver's answer: a new address set replaces the list (keeping
@@ -131,7 +132,7 @@ class ChannelState : public std::enable_shared_from_this<ChannelState> {
   std::shared_ptr<Resolver> resolver_;
   std::shared_ptr<SubchannelEventListener> listener_;
 
-  mutable pool::internal::Mutex mu_;
+  mutable Mutex mu_;
   std::vector<std::shared_ptr<Subchannel>> list_ ABSL_GUARDED_BY(mu_);  // resolver order
   std::vector<SubchannelPool> removed_ ABSL_GUARDED_BY(mu_);  // addresses gone, draining
   pool::PoolMetrics gone_metrics_ ABSL_GUARDED_BY(mu_);  // removed ones already dropped

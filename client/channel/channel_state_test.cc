@@ -10,7 +10,7 @@ using SysClock = std::chrono::system_clock;
 using std::chrono::seconds;
 
 TEST(ToLoopTime, SaturatesAtBothEndsOfTime) {
-  const TimePoint now = pool::Clock::now();
+  const TimePoint now = Clock::now();
   // At or before now: now (the call ends DEADLINE_EXCEEDED at once), never
   // an overflow into the far future.
   EXPECT_EQ(ToLoopTime(SysClock::time_point::min(), now), now);

@@ -33,7 +33,7 @@ void ManualResolver::Shutdown() {
   listener_ = nullptr;
 }
 
-DnsResolver::DnsResolver(std::string host, uint16_t port, pool::Duration min_interval)
+DnsResolver::DnsResolver(std::string host, uint16_t port, Duration min_interval)
     : host_(std::move(host)), port_(port), min_interval_(min_interval) {}
 
 DnsResolver::~DnsResolver() { Shutdown(); }
@@ -61,14 +61,14 @@ void DnsResolver::Shutdown() {
 }
 
 void DnsResolver::Loop() {
-  auto last = pool::Clock::now() - min_interval_;
+  auto last = Clock::now() - min_interval_;
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
     cv_.wait(lock, [&] { return stop_ || requested_; });
     if (stop_) return;
     // No more often than the minimum interval (waiting out the rest).
     auto next = last + min_interval_;
-    if (pool::Clock::now() < next && cv_.wait_until(lock, next, [&] { return stop_; })) return;
+    if (Clock::now() < next && cv_.wait_until(lock, next, [&] { return stop_; })) return;
     requested_ = false;
     lock.unlock();
     addrinfo hints{};
@@ -95,7 +95,7 @@ void DnsResolver::Loop() {
       result = std::move(list);
     }
     ++resolutions_;
-    last = pool::Clock::now();
+    last = Clock::now();
     lock.lock();
     if (stop_) return;
     ResolverListener listener = listener_;

@@ -24,8 +24,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "base/time.h"
 #include "client/transport/address.h"
-#include "pool/runtime.h"
 
 namespace ringrpc::channel {
 
@@ -73,7 +73,7 @@ class ManualResolver final : public Resolver {
 // getaddrinfo on a thread of its own.
 class DnsResolver final : public Resolver {
  public:
-  DnsResolver(std::string host, uint16_t port, pool::Duration min_interval);
+  DnsResolver(std::string host, uint16_t port, Duration min_interval);
   ~DnsResolver() override;
   void Start(ResolverListener listener) override;
   void RequestReresolution() override;
@@ -85,7 +85,7 @@ class DnsResolver final : public Resolver {
 
   const std::string host_;
   const uint16_t port_;
-  const pool::Duration min_interval_;
+  const Duration min_interval_;
   std::mutex mu_;
   std::condition_variable cv_;
   bool requested_ = false;

@@ -66,7 +66,7 @@ TimePoint AddressRecord::next_attempt() const {
   return next_attempt_;
 }
 
-pool::Task<absl::StatusOr<SubchannelManager::Connection>> SubchannelManager::Connect() {
+Task<absl::StatusOr<SubchannelManager::Connection>> SubchannelManager::Connect() {
   runtime::EventLoop* loop = runtime::EventLoop::Current();
   if (loop == nullptr) {
     co_return absl::FailedPreconditionError("subchannel: dial off a completion-queue thread");
@@ -88,7 +88,7 @@ pool::Task<absl::StatusOr<SubchannelManager::Connection>> SubchannelManager::Con
   co_return c;
 }
 
-pool::Task<absl::StatusOr<SubchannelManager::Connection>> SubchannelManager::Attach(
+Task<absl::StatusOr<SubchannelManager::Connection>> SubchannelManager::Attach(
     Detached&& d) {
   Detached mine = std::move(d);  // owned by this frame from the start
   runtime::EventLoop* loop = runtime::EventLoop::Current();

@@ -17,12 +17,14 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "base/task.h"
+#include "base/time.h"
 #include "client/channel/backoff.h"
 #include "client/channel/channel_config.h"
 #include "client/runtime/cq_threads.h"
 #include "client/subchannel_events.h"
-#include "pool/observer.h"
 #include "client/transport/http2_connection.h"
+#include "pool/observer.h"
 #include "pool/pool.h"
 
 namespace ringrpc::channel {
@@ -73,7 +75,7 @@ struct SubchannelManager {
   std::shared_ptr<AddressRecord> record;
   transport::ConnectionOptions options;
 
-  pool::Task<absl::StatusOr<Connection>> Connect();
+  Task<absl::StatusOr<Connection>> Connect();
   // A connection goes back into use only if it still takes new streams.
   absl::Status Recycle(Connection& c);
   uint32_t Capacity(const Connection& c) { return c->max_concurrent_streams(); }
@@ -87,7 +89,7 @@ struct SubchannelManager {
   absl::StatusOr<Detached> Detach(Connection&& c) {
     return transport::Http2Connection::Detach(std::move(c));
   }
-  pool::Task<absl::StatusOr<Connection>> Attach(Detached&& d);
+  Task<absl::StatusOr<Connection>> Attach(Detached&& d);
 };
 
 using SubchannelPool = pool::Pool<SubchannelManager>;

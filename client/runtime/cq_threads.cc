@@ -4,7 +4,7 @@
 #include <future>
 #include <mutex>
 
-#include "pool/runtime.h"
+#include "pool/thread_context.h"
 
 namespace ringrpc::runtime {
 namespace {

@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "client/runtime/internal/backends.h"
+#include "pool/thread_context.h"
 
 namespace ringrpc::runtime {
 namespace {
@@ -59,13 +60,13 @@ absl::StatusOr<std::unique_ptr<EventLoop>> EventLoop::Create(
   return internal::NewEpollLoop();
 }
 
-EventLoop::EventLoop(Backend backend) : backend_(backend), now_(pool::Clock::now()) {}
+EventLoop::EventLoop(Backend backend) : backend_(backend), now_(Clock::now()) {}
 
 EventLoop::~EventLoop() = default;
 
 EventLoop* EventLoop::Current() { return current_loop; }
 
-uint64_t EventLoop::ScheduleTimer(TimePoint deadline, pool::TimerCallback* cb) {
+uint64_t EventLoop::ScheduleTimer(TimePoint deadline, TimerCallback* cb) {
   uint64_t id = ++next_timer_id_;
   timers_.emplace(TimerKey{deadline, id}, cb);
   timer_deadlines_.emplace(id, deadline);
@@ -178,7 +179,7 @@ void EventLoop::RunDue() {
   }
   while (!timers_.empty() && timers_.begin()->first.deadline <= now_) {
     auto it = timers_.begin();
-    pool::TimerCallback* cb = it->second;
+    TimerCallback* cb = it->second;
     timer_deadlines_.erase(it->first.id);
     timers_.erase(it);
     cb->OnTimer();
@@ -195,7 +196,7 @@ Duration EventLoop::TimeToNextTimer() const {
 void EventLoop::RunOnce(Duration max_wait) {
   CurrentLoopScope scope(this);
   ++stats_.turns;
-  now_ = pool::Clock::now();
+  now_ = Clock::now();
   RunDue();
   // Before waiting, too: a task that finished in RunDue (a posted start, a
   // timer) must not wait for the next wake-up to be freed, which may never
@@ -209,7 +210,7 @@ void EventLoop::RunOnce(Duration max_wait) {
   }
   if (!inbox_.empty() || stopping()) timeout = Duration::zero();
   Wait(timeout);
-  now_ = pool::Clock::now();
+  now_ = Clock::now();
   RunDue();
   // Finished frames go in the turn they finish: an idle loop may not turn
   // again for a long time, and a frame can hold a channel (and its CQ

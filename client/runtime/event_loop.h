@@ -8,7 +8,7 @@
 // the kernel is done with it. One submit per loop turn covers every
 // operation queued during the turn.
 //
-// The loop implements pool::Runtime (cached loop time, timers), so pools
+// The loop implements Runtime (cached loop time, timers), so pools
 // used on a CQ thread wait, time out and reap on this loop.
 //
 // Threading: everything runs on the loop's thread, except Post() and
@@ -35,15 +35,11 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "base/runtime.h"
+#include "base/task.h"
 #include "client/runtime/inbox.h"
-#include "pool/runtime.h"
-#include "pool/task.h"
 
 namespace ringrpc::runtime {
-
-using pool::Duration;
-using pool::Task;
-using pool::TimePoint;
 
 enum class Backend : uint8_t { kIoUring, kEpoll };
 const char* BackendName(Backend b);
@@ -114,7 +110,7 @@ struct LoopStats {
   uint64_t ops_cancelled = 0;
 };
 
-class EventLoop : public pool::Runtime {
+class EventLoop : public Runtime {
  public:
   // Work to run on the loop's next pass, queued with no allocation (an
   // intrusive list): how LoopEvent wakes its waiter. Loop thread only.
@@ -152,9 +148,9 @@ class EventLoop : public pool::Runtime {
   // The loop running on the calling thread, or null.
   static EventLoop* Current();
 
-  // pool::Runtime: time cached per loop turn; timers.
+  // Runtime: time cached per loop turn; timers.
   TimePoint Now() override { return now_; }
-  uint64_t ScheduleTimer(TimePoint deadline, pool::TimerCallback* cb) override;
+  uint64_t ScheduleTimer(TimePoint deadline, TimerCallback* cb) override;
   bool CancelTimer(uint64_t id) override;
 
   // Runs `fn` on this loop's thread, in order. Any thread. The loop is woken
@@ -274,7 +270,7 @@ class EventLoop : public pool::Runtime {
       return deadline != o.deadline ? deadline < o.deadline : id < o.id;
     }
   };
-  std::map<TimerKey, pool::TimerCallback*> timers_;
+  std::map<TimerKey, TimerCallback*> timers_;
   Deferred* deferred_head_ = nullptr;
   Deferred* deferred_tail_ = nullptr;
   std::unordered_map<uint64_t, TimePoint> timer_deadlines_;

@@ -96,20 +96,20 @@ class LoopTest : public ::testing::TestWithParam<Backend> {
   std::unique_ptr<EventLoop> loop_;
 };
 
-struct Recorder : pool::TimerCallback {
+struct Recorder : TimerCallback {
   Recorder(std::vector<int>* order, int id) : order(order), id(id) {}
   std::vector<int>* order;
   int id;
   TimePoint fired_at{};
   void OnTimer() override {
     order->push_back(id);
-    fired_at = pool::Clock::now();
+    fired_at = Clock::now();
   }
 };
 
 TEST_P(LoopTest, TimersFireInDeadlineOrderAndNotEarly) {
   std::vector<int> order;
-  TimePoint start = pool::Clock::now();
+  TimePoint start = Clock::now();
   Recorder a(&order, 1), b(&order, 2), c(&order, 3), cancelled(&order, 4);
   loop_->ScheduleTimer(start + milliseconds(30), &c);
   loop_->ScheduleTimer(start + milliseconds(10), &a);
@@ -403,7 +403,7 @@ TEST_P(LoopTest, PoolAcquireTimeoutRunsOnTheLoop) {
   Task<absl::StatusOr<pool::Lease<NullManager>>> b = first(p);
   b.handle().resume();
   ASSERT_TRUE(RunUntil([&] { return b.done(); }));
-  auto waited = pool::Clock::now() - start;
+  auto waited = Clock::now() - start;
   EXPECT_EQ(b.result().status().code(), absl::StatusCode::kDeadlineExceeded);
   EXPECT_GE(waited, milliseconds(40));
   EXPECT_LT(waited, milliseconds(40 + 20));

@@ -15,8 +15,9 @@
 #include <optional>
 #include <utility>
 
+#include "base/runtime.h"
+#include "base/task.h"
 #include "client/runtime/event_loop.h"
-#include "pool/runtime.h"
 
 namespace ringrpc::runtime {
 
@@ -79,9 +80,9 @@ class LoopEvent final : private EventLoop::Deferred {
 // Runs `task` with a time limit: nullopt if `timeout` passed first (the task
 // was destroyed, which cancels it).
 template <typename T>
-class WithTimeout final : private pool::TimerCallback {
+class WithTimeout final : private TimerCallback {
  public:
-  WithTimeout(pool::Runtime& loop, pool::Task<T> task, pool::Duration timeout)
+  WithTimeout(Runtime& loop, Task<T> task, Duration timeout)
       : loop_(loop), task_(std::move(task)), timeout_(timeout) {}
   WithTimeout(const WithTimeout&) = delete;
   WithTimeout& operator=(const WithTimeout&) = delete;
@@ -111,9 +112,9 @@ class WithTimeout final : private pool::TimerCallback {
     task_.Reset();
     awaiting_.resume();
   }
-  pool::Runtime& loop_;
-  pool::Task<T> task_;
-  pool::Duration timeout_;
+  Runtime& loop_;
+  Task<T> task_;
+  Duration timeout_;
   std::coroutine_handle<> awaiting_;
   uint64_t timer_ = 0;
   bool timed_out_ = false;

@@ -187,12 +187,12 @@ TEST_F(BadServerTest, FloodOfTinyFramesEndsBoundedly) {
   flood += Data(1, GrpcMessage("m")) + Trailers(1, "0");
   RawServer server(flood);
   auto conn = Adopt(server);
-  auto start = pool::Clock::now();
+  auto start = Clock::now();
   Outcome o = Run(OneCall(conn));
   // nghttp2 answers PINGs; past its outbound-queue limit it treats the
   // peer as flooding and ends the session. Either way: a status, promptly.
   EXPECT_TRUE(o.status.ok() || o.status.code() == absl::StatusCode::kUnavailable) << o.status;
-  EXPECT_LT(pool::Clock::now() - start, std::chrono::seconds(5));
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(5));
 }
 
 TEST_F(BadServerTest, MetadataOverTheLimitIsResourceExhausted) {
@@ -298,12 +298,12 @@ TEST_F(BadServerTest, ContinuationFloodIsCutOffAndRetiresTheConnection) {
   RawServer server(flood);
   auto conn = Adopt(server);
   long rss = ::ringrpc::testing::RssKiB();
-  auto start = pool::Clock::now();
+  auto start = Clock::now();
   Outcome o = Run(OneCall(conn));
   EXPECT_EQ(o.status.code(), absl::StatusCode::kUnavailable) << o.status;
   EXPECT_THAT(std::string(o.status.message()), HasSubstr("CONTINUATION"));
   EXPECT_FALSE(conn->accepting_streams());
-  EXPECT_LT(pool::Clock::now() - start, std::chrono::seconds(2));
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(2));
   if (kRssMeaningful) EXPECT_LT(::ringrpc::testing::RssKiB() - rss, 8 * 1024) << "KiB grown";
 }
 
@@ -313,11 +313,11 @@ TEST_F(BadServerTest, SettingsFloodEndsBoundedly) {
   RawServer server(flood);
   auto conn = Adopt(server);
   long rss = ::ringrpc::testing::RssKiB();
-  auto start = pool::Clock::now();
+  auto start = Clock::now();
   Outcome o = Run(OneCall(conn));
   // nghttp2 caps queued ACKs and ends the session as flooded; never a hang.
   EXPECT_EQ(o.status.code(), absl::StatusCode::kUnavailable) << o.status;
-  EXPECT_LT(pool::Clock::now() - start, std::chrono::seconds(5));
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(5));
   if (kRssMeaningful) EXPECT_LT(::ringrpc::testing::RssKiB() - rss, 16 * 1024) << "KiB grown";
 }
 

@@ -17,11 +17,9 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "pool/runtime.h"
+#include "base/time.h"
 
 namespace ringrpc::transport {
-
-using pool::Duration;
 
 // Appends the 5-byte prefix (uncompressed) and `message` to `out`.
 void AppendFramedMessage(std::string& out, std::string_view message);

@@ -85,7 +85,7 @@ absl::Status ValidateMetadata(const Metadata& md) {
 
 // ---- Call -------------------------------------------------------------------
 
-class Call::DeadlineTimer final : public pool::TimerCallback {
+class Call::DeadlineTimer final : public TimerCallback {
  public:
   DeadlineTimer(Call* call, TimePoint deadline) : call_(call) {
     id_ = call_->conn_->loop_->ScheduleTimer(deadline, this);
@@ -503,7 +503,7 @@ struct Http2Connection::Callbacks {
 
 // ---- keepalive ---------------------------------------------------------------
 
-class Http2Connection::KeepaliveTimer final : public pool::TimerCallback {
+class Http2Connection::KeepaliveTimer final : public TimerCallback {
  public:
   explicit KeepaliveTimer(Http2Connection* conn) : conn_(conn) { SchedulePing(); }
   ~KeepaliveTimer() {

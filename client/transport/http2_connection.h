@@ -31,6 +31,8 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "base/task.h"
+#include "base/time.h"
 #include "client/runtime/event_loop.h"
 #include "client/runtime/loop_event.h"
 #include "client/transport/address.h"
@@ -43,8 +45,6 @@ namespace ringrpc::transport {
 
 using runtime::EventLoop;
 using runtime::LoopEvent;
-using pool::Task;
-using pool::TimePoint;
 
 // Metadata as the application sees it: -bin values decoded.
 using Metadata = std::vector<std::pair<std::string, std::string>>;

@@ -250,7 +250,7 @@ TEST_P(TransportTest, DeadlineEndsTheCallOnTimeAndTheServerSeesIt) {
   loop_->RunOnce(Duration::zero());
   TimePoint start = loop_->Now();
   Reply r = Call1(c, kUnary, req, {.deadline = start + milliseconds(150)});
-  Duration took = pool::Clock::now() - start;
+  Duration took = Clock::now() - start;
   EXPECT_EQ(r.status.code(), absl::StatusCode::kDeadlineExceeded) << r.status;
   // Whichever side's timer fires first ends it; grpc++ measures the
   // deadline from its own cached clock and can answer a fraction of a
@@ -341,11 +341,11 @@ TEST_P(TransportTest, ServerKilledMidCallIsUnavailablePromptly) {
   Task<absl::Status> t = run(call->get(), req);
   t.handle().resume();
   for (int i = 0; i < 5; ++i) loop_->RunOnce(milliseconds(20));
-  TimePoint killed = pool::Clock::now();
+  TimePoint killed = Clock::now();
   server_->Kill();
   while (!t.done()) loop_->RunOnce(milliseconds(20));
   EXPECT_EQ(t.result().code(), absl::StatusCode::kUnavailable) << t.result();
-  EXPECT_LT(pool::Clock::now() - killed, milliseconds(500));
+  EXPECT_LT(Clock::now() - killed, milliseconds(500));
   EXPECT_FALSE(c->accepting_streams());
   EXPECT_EQ(c->StartCall({.path = kUnary}).status().code(), absl::StatusCode::kUnavailable);
 }
@@ -379,15 +379,15 @@ TEST_P(TransportTest, KeepaliveDeclaresAStoppedServerDead) {
   t.handle().resume();
   loop_->RunOnce(milliseconds(10));
   server_->Signal(SIGSTOP);
-  TimePoint stopped = pool::Clock::now();
-  while (!t.done() && pool::Clock::now() - stopped < std::chrono::seconds(5)) {
+  TimePoint stopped = Clock::now();
+  while (!t.done() && Clock::now() - stopped < std::chrono::seconds(5)) {
     loop_->RunOnce(milliseconds(20));
   }
   server_->Signal(SIGCONT);
   ASSERT_TRUE(t.done());
   EXPECT_EQ(t.result().status.code(), absl::StatusCode::kUnavailable) << t.result().status;
   EXPECT_THAT(std::string(t.result().status.message()), HasSubstr("keepalive"));
-  EXPECT_LT(pool::Clock::now() - stopped, milliseconds(200 + 300 + 1000));
+  EXPECT_LT(Clock::now() - stopped, milliseconds(200 + 300 + 1000));
   EXPECT_GE(c->stats().pings_sent, 1u);
 }
 
@@ -414,12 +414,12 @@ TEST_P(TransportTest, ManyConcurrentCallsOnOneConnection) {
     calls.push_back(DoCall(c, kUnary, {req}));
     calls.back().handle().resume();
   }
-  auto end = pool::Clock::now() + std::chrono::seconds(10);
+  auto end = Clock::now() + std::chrono::seconds(10);
   auto all_done = [&] {
     for (auto& t : calls) if (!t.done()) return false;
     return true;
   };
-  while (!all_done() && pool::Clock::now() < end) loop_->RunOnce(milliseconds(20));
+  while (!all_done() && Clock::now() < end) loop_->RunOnce(milliseconds(20));
   ASSERT_TRUE(all_done());
   for (int i = 0; i < 64; ++i) {
     ASSERT_TRUE(calls[i].result().status.ok()) << calls[i].result().status;
@@ -461,12 +461,12 @@ TEST_P(TransportTest, CallsEndedBeforeTheirHeadersWentOutLeaveNothingBehind) {
       kept.push_back(DoCall(c, kUnary, {mine}));
       kept.back().handle().resume();
     }
-    auto end = pool::Clock::now() + std::chrono::seconds(20);
+    auto end = Clock::now() + std::chrono::seconds(20);
     auto all_done = [&] {
       for (auto& t : kept) if (!t.done()) return false;
       return true;
     };
-    while (!all_done() && pool::Clock::now() < end) loop_->RunOnce(milliseconds(20));
+    while (!all_done() && Clock::now() < end) loop_->RunOnce(milliseconds(20));
     ASSERT_TRUE(all_done());
     for (int i = 0; i < 24; ++i) {
       const Reply& r = kept[i].result();

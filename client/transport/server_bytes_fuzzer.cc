@@ -25,7 +25,7 @@ runtime::EventLoop& Loop() {
   return *loop;
 }
 
-pool::Task<absl::Status> OneCall(std::shared_ptr<transport::Http2Connection> conn,
+Task<absl::Status> OneCall(std::shared_ptr<transport::Http2Connection> conn,
                                  int* ends) {
   auto call = conn->StartCall({.path = "/fuzz.Service/Method",
                                .metadata = {{"x-fuzz", "1"}}});
@@ -57,7 +57,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       loop, sv[0], *transport::Address::Parse("unix:/fuzz"), options);
   if (!conn.ok()) abort();
   int ends = 0;
-  pool::Task<absl::Status> call = OneCall(*conn, &ends);
+  Task<absl::Status> call = OneCall(*conn, &ends);
   call.handle().resume();
 
   size_t off = 0;

@@ -38,7 +38,7 @@ class GreeterService final : public helloworld::Greeter::Service {
 
 using ::ringrpc::Status;
 
-ringrpc::pool::Task<void> CoroutineCalls(helloworld::ringrpc::Greeter::Stub* stub,
+ringrpc::Task<void> CoroutineCalls(helloworld::ringrpc::Greeter::Stub* stub,
                                          std::promise<std::string>* out) {
   std::string text;
   ::ringrpc::ClientContext ctx;

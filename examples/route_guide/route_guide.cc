@@ -243,7 +243,7 @@ RouteNote Note(int i, int j, const std::string& message) {
 }
 
 // Coroutine form, on a CQ thread: a unary call and a bidi chat.
-ringrpc::pool::Task<void> CoroutineTour(RouteGuide::Stub* stub,
+ringrpc::Task<void> CoroutineTour(RouteGuide::Stub* stub,
                                         std::promise<std::string>* out) {
   std::string text;
   {

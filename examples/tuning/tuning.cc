@@ -64,7 +64,7 @@ int BurstOn(::ringrpc::Channel& channel, helloworld::ringrpc::Greeter::Stub& stu
   for (int i = 0; i < n; ++i) {
     auto call = [](helloworld::ringrpc::Greeter::Stub* stub, int i, std::atomic<int>* ok,
                    std::atomic<int>* done, int n, std::promise<void>* all)
-        -> ::ringrpc::pool::Task<void> {
+        -> ::ringrpc::Task<void> {
       ::ringrpc::ClientContext ctx;
       helloworld::HelloRequest req;
       req.set_name("call " + std::to_string(i));

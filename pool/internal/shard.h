@@ -31,18 +31,19 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "pool/internal/mutex.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "base/check.h"
+#include "base/mutex.h"
+#include "base/task.h"
+#include "base/time.h"
 #include "pool/config.h"
 #include "pool/exchange.h"
-#include "pool/internal/check.h"
 #include "pool/metrics.h"
 #include "pool/observer.h"
 #include "pool/retire.h"
-#include "pool/runtime.h"
-#include "pool/task.h"
+#include "pool/thread_context.h"
 
 namespace ringrpc::pool {
 

@@ -22,8 +22,9 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
-#include "pool/runtime.h"
-#include "pool/task.h"
+#include "base/task.h"
+#include "base/time.h"
+#include "pool/thread_context.h"
 
 namespace ringrpc::pool::testing {
 

@@ -19,8 +19,9 @@
 #include <optional>
 #include <utility>
 
-#include "pool/runtime.h"
-#include "pool/task.h"
+#include "base/task.h"
+#include "base/time.h"
+#include "pool/thread_context.h"
 
 namespace ringrpc::pool::testing {
 

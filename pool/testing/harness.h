@@ -11,6 +11,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "base/task.h"
 #include "pool/pool.h"
 #include "pool/reservoir.h"
 #include "pool/testing/fake_manager.h"

@@ -29,8 +29,8 @@
 #include "client/channel.h"
 #include "client/channel/resolver.h"
 #include "client/transport/testing/raw_server.h"
-#include "tests/proto/echo_test.pb.h"
 #include "tests/faults/load.h"
+#include "tests/proto/echo_test.pb.h"
 #include "tests/testing/loopback.h"
 #include "tests/testing/server_process.h"
 
@@ -344,7 +344,7 @@ TEST(Faults, ClientStreamAgainstAServerThatStopsReadingEndsAtItsDeadline) {
       channel->BlockingOpen("/ringrpc.test.TestService/ClientStream", &ctx, &open);
   ASSERT_NE(call, nullptr) << open.ToString();
   std::promise<Status> done;
-  call->Run([](ClientCall* call, std::promise<Status>* done) -> pool::Task<void> {
+  call->Run([](ClientCall* call, std::promise<Status>* done) -> Task<void> {
     EchoRequest req;
     req.set_payload(std::string(1 << 20, 'x'));
     std::string bytes = req.SerializeAsString();
@@ -360,7 +360,7 @@ TEST(Faults, ClientStreamAgainstAServerThatStopsReadingEndsAtItsDeadline) {
   EXPECT_EQ(s.error_code(), StatusCode::DEADLINE_EXCEEDED) << s.ToString();
   EXPECT_LE(over, 20.0);
   server->Signal(SIGCONT);
-  call->Run([](std::unique_ptr<ClientCall> c) -> pool::Task<void> { co_return; }(std::move(call)));
+  call->Run([](std::unique_ptr<ClientCall> c) -> Task<void> { co_return; }(std::move(call)));
 }
 
 TEST(Faults, RunningOutOfFileDescriptorsIsAClearErrorAndTheClientRecovers) {

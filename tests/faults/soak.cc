@@ -55,7 +55,7 @@ void StreamLoop(Stub* stub, std::atomic<bool>* stop, Counters* c) {
 }
 
 // Bidi ping-pong on a CQ thread: 50 rounds per stream.
-pool::Task<void> BidiLoop(Stub* stub, std::atomic<bool>* stop, Counters* c,
+Task<void> BidiLoop(Stub* stub, std::atomic<bool>* stop, Counters* c,
                           std::atomic<int>* running) {
   while (!stop->load()) {
     ClientContext ctx;
@@ -64,7 +64,7 @@ pool::Task<void> BidiLoop(Stub* stub, std::atomic<bool>* stop, Counters* c,
     auto call = co_await stub->co_Bidi(&ctx, &open);
     if (call == nullptr) {
       c->bidi_failures.fetch_add(1);
-      co_await pool::SleepFor(*runtime::EventLoop::Current(), milliseconds(10));
+      co_await SleepFor(*runtime::EventLoop::Current(), milliseconds(10));
       continue;
     }
     test::EchoRequest req;

@@ -209,7 +209,7 @@ class PingPong final : public ClientBidiReactor<EchoRequest, EchoResponse> {
   std::string wrong_;
 };
 
-pool::Task<void> CoroutineUnary(std::shared_ptr<TestService::Stub> stub, CallPtr c) {
+Task<void> CoroutineUnary(std::shared_ptr<TestService::Stub> stub, CallPtr c) {
   Status s = co_await stub->co_Unary(&c->ctx, c->req, &c->resp);
   c->End(s, s.ok() && c->resp.payload() != c->payload
                 ? absl::StrCat("got \"", c->resp.payload(), "\"")

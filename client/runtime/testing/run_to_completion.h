@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "base/task.h"
+#include "base/time.h"
 #include "client/runtime/event_loop.h"
 
 namespace ringrpc::runtime::testing {
@@ -17,9 +19,9 @@ template <typename T>
 T RunToCompletion(EventLoop& loop, Task<T> task,
                   Duration limit = std::chrono::seconds(20)) {
   task.handle().resume();
-  auto end = pool::Clock::now() + limit;
+  auto end = Clock::now() + limit;
   while (!task.done()) {
-    if (pool::Clock::now() > end) {
+    if (Clock::now() > end) {
       std::fprintf(stderr, "RunToCompletion: the task hung (no result within the limit)\n");
       std::abort();
     }

@@ -1,15 +1,6 @@
-#include "pool/runtime.h"
-
-#include <time.h>
+#include "pool/thread_context.h"
 
 namespace ringrpc::pool {
-
-TimePoint CoarseNow() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-  return TimePoint(std::chrono::seconds(ts.tv_sec) +
-                   std::chrono::nanoseconds(ts.tv_nsec));
-}
 
 ThreadContext::~ThreadContext() {
   cached_id_ = 0;

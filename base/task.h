@@ -1,26 +1,27 @@
-// pool/task.h — the coroutine task type ringrpc's pool and runtime await on.
+// base/task.h — the coroutine task type every layer of ringrpc awaits on.
 //
 // Task<T> is a lazy coroutine: it does nothing until awaited, then runs on the
 // awaiting thread and resumes its awaiter by symmetric transfer when it ends.
 // Destroying a Task destroys its frame, and with it every frame it is
 // suspended in (sub-tasks and awaitables are members of the frame): that is
-// how an operation is cancelled, and why every await point in pool/ must
-// leave state correct when its frame is destroyed (see decision 0004).
+// how an operation is cancelled, and why every await point must leave state
+// correct when its frame is destroyed (see decision 0004).
 //
 // Threading: a Task belongs to the thread that runs it; it never migrates.
 //
 //   Task<int> Answer() { co_return 42; }
 //   Task<int> Twice() { int a = co_await Answer(); co_return 2 * a; }
-#ifndef RINGRPC_POOL_TASK_H_
-#define RINGRPC_POOL_TASK_H_
+#ifndef RINGRPC_BASE_TASK_H_
+#define RINGRPC_BASE_TASK_H_
 
 #include <coroutine>
-#include <cstdlib>
+#include <cstddef>
 #include <exception>
 #include <optional>
+#include <type_traits>
 #include <utility>
 
-namespace ringrpc::pool {
+namespace ringrpc {
 
 template <typename T>
 class Task;
@@ -38,8 +39,7 @@ struct PromiseBase {
   struct FinalAwaiter {
     bool await_ready() noexcept { return false; }
     template <typename P>
-    std::coroutine_handle<> await_suspend(
-        std::coroutine_handle<P> h) noexcept {
+    std::coroutine_handle<> await_suspend(std::coroutine_handle<P> h) noexcept {
       if (h.promise().finished_count != nullptr) ++*h.promise().finished_count;
       return h.promise().continuation;
     }
@@ -52,21 +52,32 @@ struct PromiseBase {
   void unhandled_exception() noexcept { std::terminate(); }
 };
 
+// The value-holding part, the only one that differs between Task<T> and
+// Task<void>.
+template <typename T>
+struct Promise : PromiseBase {
+  std::optional<T> value;
+  Task<T> get_return_object() noexcept;
+  template <typename U>
+  void return_value(U&& v) {
+    value.emplace(std::forward<U>(v));
+  }
+  T Take() { return std::move(*value); }
+};
+
+template <>
+struct Promise<void> : PromiseBase {
+  Task<void> get_return_object() noexcept;
+  void return_void() noexcept {}
+  void Take() noexcept {}
+};
+
 }  // namespace task_internal
 
 template <typename T>
 class [[nodiscard]] Task {
  public:
-  struct promise_type : task_internal::PromiseBase {
-    std::optional<T> value;
-    Task get_return_object() noexcept {
-      return Task(std::coroutine_handle<promise_type>::from_promise(*this));
-    }
-    template <typename U>
-    void return_value(U&& v) {
-      value.emplace(std::forward<U>(v));
-    }
-  };
+  using promise_type = task_internal::Promise<T>;
   using Handle = std::coroutine_handle<promise_type>;
 
   Task() = default;
@@ -92,18 +103,21 @@ class [[nodiscard]] Task {
   Handle handle() const { return h_; }
 
   // Result of a finished task. Only valid once done().
-  T& result() { return *h_.promise().value; }
+  auto& result()
+    requires(!std::is_void_v<T>)
+  {
+    return *h_.promise().value;
+  }
 
   auto operator co_await() && noexcept {
     struct Awaiter {
       Handle h;
       bool await_ready() noexcept { return false; }
-      std::coroutine_handle<> await_suspend(
-          std::coroutine_handle<> awaiting) noexcept {
+      std::coroutine_handle<> await_suspend(std::coroutine_handle<> awaiting) noexcept {
         h.promise().continuation = awaiting;
         return h;
       }
-      T await_resume() { return std::move(*h.promise().value); }
+      T await_resume() { return h.promise().Take(); }
     };
     return Awaiter{h_};
   }
@@ -112,56 +126,19 @@ class [[nodiscard]] Task {
   Handle h_ = nullptr;
 };
 
-template <>
-class [[nodiscard]] Task<void> {
- public:
-  struct promise_type : task_internal::PromiseBase {
-    Task get_return_object() noexcept {
-      return Task(std::coroutine_handle<promise_type>::from_promise(*this));
-    }
-    void return_void() noexcept {}
-  };
-  using Handle = std::coroutine_handle<promise_type>;
+namespace task_internal {
 
-  Task() = default;
-  explicit Task(Handle h) : h_(h) {}
-  Task(Task&& o) noexcept : h_(std::exchange(o.h_, nullptr)) {}
-  Task& operator=(Task&& o) noexcept {
-    if (this != &o) {
-      Reset();
-      h_ = std::exchange(o.h_, nullptr);
-    }
-    return *this;
-  }
-  Task(const Task&) = delete;
-  Task& operator=(const Task&) = delete;
-  ~Task() { Reset(); }
+template <typename T>
+Task<T> Promise<T>::get_return_object() noexcept {
+  return Task<T>(std::coroutine_handle<Promise>::from_promise(*this));
+}
 
-  void Reset() {
-    if (h_) std::exchange(h_, nullptr).destroy();
-  }
-  bool valid() const { return static_cast<bool>(h_); }
-  bool done() const { return h_ && h_.done(); }
-  Handle handle() const { return h_; }
+inline Task<void> Promise<void>::get_return_object() noexcept {
+  return Task<void>(std::coroutine_handle<Promise>::from_promise(*this));
+}
 
-  auto operator co_await() && noexcept {
-    struct Awaiter {
-      Handle h;
-      bool await_ready() noexcept { return false; }
-      std::coroutine_handle<> await_suspend(
-          std::coroutine_handle<> awaiting) noexcept {
-        h.promise().continuation = awaiting;
-        return h;
-      }
-      void await_resume() noexcept {}
-    };
-    return Awaiter{h_};
-  }
+}  // namespace task_internal
 
- private:
-  Handle h_ = nullptr;
-};
+}  // namespace ringrpc
 
-}  // namespace ringrpc::pool
-
-#endif  // RINGRPC_POOL_TASK_H_
+#endif  // RINGRPC_BASE_TASK_H_
