@@ -1,7 +1,7 @@
 // pool/pool.h — a generic per-thread sharded connection pool with leases.
 //
 // Pool<M> pools the connections a manager M makes (see PoolManager in
-// pool/internal/shard.h). The handle is copyable to any thread; each thread
+// pool/manager.h). The handle is copyable to any thread; each thread
 // that uses it gets its own shard, found through that thread's
 // ThreadContext, so checkout and return touch only thread-local state: no
 // lock and no atomic read-modify-write. A connection carries up to
@@ -30,6 +30,7 @@
 #include "pool/config.h"
 #include "pool/exchange.h"
 #include "pool/internal/shard.h"
+#include "pool/manager.h"
 #include "pool/metrics.h"
 #include "pool/thread_context.h"
 
