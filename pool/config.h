@@ -63,6 +63,9 @@ struct PoolConfig {
   // the thread that saw it). Optional.
   std::shared_ptr<PoolObserver> observer;
 
+  // Field by field; `observer` by identity.
+  bool operator==(const PoolConfig&) const = default;
+
   // The reaper runs only when something needs doing in the background.
   bool NeedsReaper() const {
     return min_idle > 0 || idle_timeout.has_value() ||

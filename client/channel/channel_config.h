@@ -26,6 +26,7 @@ struct BackoffConfig {
   double jitter = 0.2;
   Duration max = std::chrono::seconds(120);
   Duration min_connect_timeout = std::chrono::seconds(20);
+  bool operator==(const BackoffConfig&) const = default;
 };
 
 struct ChannelConfig {

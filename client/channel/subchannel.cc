@@ -154,38 +154,7 @@ void EventHub::OnPoolEvent(const pool::PoolEvent& e) {
 }
 
 SharingKey SharingKey::Of(const std::string& address, const ChannelConfig& c, const void* cq) {
-  const transport::ConnectionOptions& o = c.connection;
-  SharingKey k;
-  k.address = address;
-  k.authority = o.authority;
-  k.scheme = o.scheme;
-  k.user_agent = o.user_agent;
-  k.connect_timeout = o.connect_timeout;
-  k.max_receive = o.max_receive_message_size;
-  k.max_send = o.max_send_message_size;
-  k.max_metadata = o.max_metadata_size;
-  k.max_streams = o.max_concurrent_streams;
-  k.keepalive_time = o.keepalive_time;
-  k.keepalive_timeout = o.keepalive_timeout;
-  k.keepalive_permit_without_calls = o.keepalive_permit_without_calls;
-  k.max_pings_without_data = o.max_pings_without_data;
-  k.backoff_initial = c.backoff.initial;
-  k.backoff_max = c.backoff.max;
-  k.backoff_min_connect = c.backoff.min_connect_timeout;
-  k.backoff_multiplier = c.backoff.multiplier;
-  k.backoff_jitter = c.backoff.jitter;
-  k.max_size = c.pool.max_size;
-  k.min_idle = c.pool.min_idle;
-  k.max_leases = c.pool.max_leases_per_connection;
-  k.max_concurrent_connects = c.pool.max_concurrent_connects;
-  k.idle_timeout = c.pool.idle_timeout;
-  k.max_lifetime = c.pool.max_lifetime;
-  k.reservoir_capacity = c.reservoir_capacity;
-  k.max_park_time = c.pool.max_park_time;
-  k.reap_interval = c.pool.reap_interval;
-  k.tls = c.connection.tls.get();
-  k.cq = cq;
-  return k;
+  return SharingKey{address, c.connection, c.backoff, c.pool, c.reservoir_capacity, cq};
 }
 
 SubchannelRegistry& SubchannelRegistry::Global() {

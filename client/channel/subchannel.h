@@ -116,25 +116,12 @@ class EventHub final : public pool::PoolObserver {
 // one subchannel.
 struct SharingKey {
   std::string address;
-  std::string authority, scheme, user_agent;
-  Duration connect_timeout{};
-  uint32_t max_receive = 0;
-  std::optional<uint32_t> max_send;
-  uint32_t max_metadata = 0;
-  uint32_t max_streams = 0;
-  std::optional<Duration> keepalive_time;
-  Duration keepalive_timeout{};
-  bool keepalive_permit_without_calls = false;
-  int max_pings_without_data = 0;
-  Duration backoff_initial{}, backoff_max{}, backoff_min_connect{};
-  double backoff_multiplier = 0, backoff_jitter = 0;
-  size_t max_size = 0, min_idle = 0;
-  uint32_t max_leases = 0;
-  std::optional<size_t> max_concurrent_connects;
-  std::optional<Duration> idle_timeout, max_lifetime;
+  // The parts of the channel's configuration that shape a connection, whole
+  // (a field added to one of these structs is part of the key by itself).
+  transport::ConnectionOptions connection;
+  BackoffConfig backoff;
+  pool::PoolConfig pool;
   size_t reservoir_capacity = 0;
-  Duration max_park_time{}, reap_interval{};
-  const void* tls = nullptr;  // the channel's TLS config (its SSL_CTX and name)
   const void* cq = nullptr;  // the CQ thread set the shards live on
   bool operator==(const SharingKey&) const = default;
 

@@ -65,6 +65,8 @@ struct ConnectionOptions {
   int max_pings_without_data = 2;  // 0: no limit
   // Set: TLS (handshake after the TCP connect, ALPN h2 required).
   std::shared_ptr<const TlsConfig> tls;
+  // Field by field; `tls` by identity (one channel's TLS settings).
+  bool operator==(const ConnectionOptions&) const = default;
 };
 
 struct ConnectionStats {
