@@ -304,7 +304,9 @@ TEST_F(BadServerTest, ContinuationFloodIsCutOffAndRetiresTheConnection) {
   EXPECT_THAT(std::string(o.status.message()), HasSubstr("CONTINUATION"));
   EXPECT_FALSE(conn->accepting_streams());
   EXPECT_LT(Clock::now() - start, std::chrono::seconds(2));
-  if (kRssMeaningful) EXPECT_LT(::ringrpc::testing::RssKiB() - rss, 8 * 1024) << "KiB grown";
+  if (kRssMeaningful) {
+    EXPECT_LT(::ringrpc::testing::RssKiB() - rss, 8 * 1024) << "KiB grown";
+  }
 }
 
 TEST_F(BadServerTest, SettingsFloodEndsBoundedly) {
@@ -318,7 +320,9 @@ TEST_F(BadServerTest, SettingsFloodEndsBoundedly) {
   // nghttp2 caps queued ACKs and ends the session as flooded; never a hang.
   EXPECT_EQ(o.status.code(), absl::StatusCode::kUnavailable) << o.status;
   EXPECT_LT(Clock::now() - start, std::chrono::seconds(5));
-  if (kRssMeaningful) EXPECT_LT(::ringrpc::testing::RssKiB() - rss, 16 * 1024) << "KiB grown";
+  if (kRssMeaningful) {
+    EXPECT_LT(::ringrpc::testing::RssKiB() - rss, 16 * 1024) << "KiB grown";
+  }
 }
 
 TEST_F(BadServerTest, WindowUpdateOverflowIsAConnectionError) {
@@ -347,7 +351,9 @@ TEST_F(BadServerTest, AServerIgnoringFlowControlHasItsStreamReset) {
   absl::Status s = Run((*call)->Finish());
   EXPECT_EQ(s.code(), absl::StatusCode::kInternal) << s;
   EXPECT_THAT(std::string(s.message()), HasSubstr("FLOW_CONTROL_ERROR"));
-  if (kRssMeaningful) EXPECT_LT(::ringrpc::testing::RssKiB() - rss, 12 * 1024) << "KiB buffered";
+  if (kRssMeaningful) {
+    EXPECT_LT(::ringrpc::testing::RssKiB() - rss, 12 * 1024) << "KiB buffered";
+  }
 }
 
 }  // namespace

@@ -13,14 +13,14 @@
 #include "absl/container/inlined_vector.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "client/transport/internal/http2_callbacks.h"
+#include "client/transport/metadata.h"
 
 namespace ringrpc::transport {
 namespace {
 
-constexpr size_t kWriteHighWater = 1 << 20;  // queued bytes before Write waits
 constexpr uint32_t kStreamWindow = 4u << 20;
 constexpr int32_t kConnectionWindow = 16 << 20;
-constexpr int kMaxContinuations = 64;
 
 std::string Ms(Duration d) {
   return absl::StrCat(std::chrono::duration_cast<std::chrono::milliseconds>(d).count(), "ms");
@@ -32,524 +32,74 @@ nghttp2_nv Header(std::string_view name, std::string_view value) {
                     name.size(), value.size(), NGHTTP2_NV_FLAG_NONE};
 }
 
-// Metadata keys the application may not set: they are the protocol's.
-bool IsReservedKey(std::string_view k) {
-  return k.empty() || k[0] == ':' || k == "te" || k == "content-type" ||
-         k == "user-agent" || k.rfind("grpc-", 0) == 0 ||
-         // Connection-specific fields: HTTP/2 forbids them (RFC 9113 8.2.2).
-         k == "connection" || k == "transfer-encoding" || k == "upgrade" ||
-         k == "keep-alive" || k == "proxy-connection";
-}
-
 // nghttp2's default limit on one outgoing header block (HEADERS plus its
 // CONTINUATIONs): above it nghttp2 drops the HEADERS and closes the stream
 // as if refused, which would look safe to retry.
 constexpr size_t kMaxSendHeaderBlock = 65536;
 
-// "application/grpc", alone or followed by '+' or ';' (gRPC's
-// PROTOCOL-HTTP2.md).
-bool IsGrpcContentType(std::string_view v) {
-  constexpr std::string_view kGrpc = "application/grpc";
-  if (v.substr(0, kGrpc.size()) != kGrpc) return false;
-  return v.size() == kGrpc.size() || v[kGrpc.size()] == '+' || v[kGrpc.size()] == ';';
-}
-
-absl::Status ValidateMetadata(const Metadata& md) {
-  for (const auto& [k, v] : md) {
-    for (char c : k) {
-      bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
-                c == '_' || c == '.';
-      if (!ok) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "metadata key \"", k, "\" must be lowercase letters, digits, '-', '_' or '.'"));
-      }
-    }
-    if (IsReservedKey(k)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("metadata key \"", k, "\" is reserved by the protocol"));
-    }
-    if (!IsBinaryHeader(k)) {
-      for (char c : v) {
-        if (c < 0x20 || c > 0x7e) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              "metadata value of \"", k,
-              "\" must be printable ASCII (use a -bin key for binary values)"));
-        }
-      }
-    }
-  }
-  return absl::OkStatus();
-}
-
 }  // namespace
-
-// ---- Call -------------------------------------------------------------------
-
-class Call::DeadlineTimer final : public TimerCallback {
- public:
-  DeadlineTimer(Call* call, TimePoint deadline) : call_(call) {
-    id_ = call_->conn_->loop_->ScheduleTimer(deadline, this);
-  }
-  ~DeadlineTimer() {
-    if (id_ != 0) call_->conn_->loop_->CancelTimer(id_);
-  }
-  void OnTimer() override {
-    id_ = 0;
-    Call* call = call_;  // End() destroys this timer
-    call->End(absl::DeadlineExceededError("deadline exceeded"));
-    call->conn_->ResetStream(call, NGHTTP2_CANCEL);
-  }
-
- private:
-  Call* call_;
-  uint64_t id_ = 0;
-};
-
-Call::Call(std::shared_ptr<Http2Connection> conn, uint32_t max_receive)
-    : conn_(std::move(conn)),
-      decoder_(max_receive),
-      read_event_(*conn_->loop_),
-      state_event_(*conn_->loop_),
-      write_event_(*conn_->loop_) {}
-
-Call::~Call() {
-  if (!status_) End(absl::CancelledError("call destroyed before it ended"));
-  conn_->ResetStream(this, NGHTTP2_CANCEL);
-  conn_->ForgetCall(this);
-}
-
-void Call::End(absl::Status status) {
-  if (status_) return;
-  status_ = std::move(status);
-  deadline_.reset();
-  Wake();
-}
-
-void Call::Wake() {
-  read_event_.Set();
-  state_event_.Set();
-  write_event_.Set();
-}
-
-Task<absl::Status> Call::Write(std::string_view message) {
-  // The bytes are framed into out_ now, before the task starts: the caller
-  // may drop (or keep, for a retry) `message` as soon as this returns.
-  return WaitForRoom(Enqueue(message));
-}
-
-absl::Status Call::Enqueue(std::string_view message) {
-  if (status_) {
-    return status_->ok() ? absl::FailedPreconditionError("Write after the call ended") : *status_;
-  }
-  if (writes_done_) return absl::FailedPreconditionError("Write after WritesDone");
-  const auto& max = conn_->options_.max_send_message_size;
-  if (max && message.size() > *max) {
-    absl::Status s = absl::ResourceExhaustedError(absl::StrCat(
-        "sent message larger than max (", message.size(), " vs. ", *max, ")"));
-    End(s);
-    conn_->ResetStream(this, NGHTTP2_CANCEL);
-    return s;
-  }
-  AppendFramedMessage(out_, message);
-  if (data_deferred_) {
-    data_deferred_ = false;
-    nghttp2_session_resume_data(conn_->session_, stream_id_);
-  }
-  conn_->Flush();
-  return absl::OkStatus();
-}
-
-Task<absl::Status> Call::WaitForRoom(absl::Status queued) {
-  if (!queued.ok()) co_return queued;
-  while (!status_ && out_.size() - out_offset_ > kWriteHighWater) {
-    co_await write_event_.Wait();
-  }
-  if (status_ && !status_->ok()) co_return *status_;
-  co_return absl::OkStatus();
-}
-
-void Call::WritesDone() {
-  if (writes_done_ || status_) return;
-  writes_done_ = true;
-  if (data_deferred_) {
-    data_deferred_ = false;
-    nghttp2_session_resume_data(conn_->session_, stream_id_);
-  }
-  conn_->Flush();
-}
-
-void Call::CreditConsumed() {
-  size_t unread = decoder_.ready_bytes();
-  if (held_ > unread) {
-    conn_->Credit(stream_id_, held_ - unread);
-    held_ = unread;
-  }
-}
-
-Task<std::optional<std::string>> Call::Read() {
-  for (;;) {
-    if (status_ && !status_->ok()) co_return std::nullopt;
-    if (std::optional<std::string> m = decoder_.Next()) {
-      CreditConsumed();  // the reader took it: the server may send more
-      co_return m;
-    }
-    if (status_ || remote_closed_) co_return std::nullopt;
-    co_await read_event_.Wait();
-  }
-}
-
-Task<void> Call::WaitForInitialMetadata() {
-  while (!headers_received_ && !status_) co_await state_event_.Wait();
-}
-
-Task<absl::Status> Call::Finish() {
-  while (!status_) co_await state_event_.Wait();
-  co_return *status_;
-}
-
-void Call::Cancel() {
-  End(absl::CancelledError("cancelled by the client"));
-  conn_->ResetStream(this, NGHTTP2_CANCEL);
-}
-
-// ---- nghttp2 callbacks --------------------------------------------------------
-
-struct Http2Connection::Callbacks {
-  static Http2Connection* Conn(void* user_data) {
-    return static_cast<Http2Connection*>(user_data);
-  }
-  static Call* CallOf(nghttp2_session* s, int32_t stream_id) {
-    return static_cast<Call*>(nghttp2_session_get_stream_user_data(s, stream_id));
-  }
-
-  // nghttp2 1.52 predates the CONTINUATION-flood fix (CVE-2024-28182):
-  // it would decode CONTINUATION frames of one header block for as long as
-  // the server sends them. A header block longer than 64 frames (1 MiB at
-  // the default frame size, far over max_metadata_size) ends the session.
-  static int OnBeginFrame(nghttp2_session*, const nghttp2_frame_hd* hd, void* user_data) {
-    Http2Connection* conn = Conn(user_data);
-    if (hd->type == NGHTTP2_HEADERS) {
-      conn->continuations_ = 0;
-    } else if (hd->type == NGHTTP2_CONTINUATION && ++conn->continuations_ > kMaxContinuations) {
-      conn->last_protocol_error_ = absl::StrCat(
-          "more than ", kMaxContinuations, " CONTINUATION frames in one header block");
-      return NGHTTP2_ERR_CALLBACK_FAILURE;
-    }
-    return 0;
-  }
-
-  static int OnBeginHeaders(nghttp2_session* s, const nghttp2_frame* frame, void*) {
-    if (frame->hd.type != NGHTTP2_HEADERS) return 0;
-    Call* call = CallOf(s, frame->hd.stream_id);
-    if (call == nullptr) return 0;
-    // A block that ends the stream is trailers (or trailers-only).
-    call->in_trailers_ = frame->headers.cat == NGHTTP2_HCAT_HEADERS ||
-                         (frame->hd.flags & NGHTTP2_FLAG_END_STREAM);
-    call->header_bytes_ = 0;
-    return 0;
-  }
-
-  static int OnHeader(nghttp2_session* s, const nghttp2_frame* frame,
-                      const uint8_t* name, size_t namelen, const uint8_t* value,
-                      size_t valuelen, uint8_t, void* user_data) {
-    if (frame->hd.type != NGHTTP2_HEADERS) return 0;
-    Call* call = CallOf(s, frame->hd.stream_id);
-    if (call == nullptr || call->status_) return 0;
-    Http2Connection* conn = Conn(user_data);
-    call->header_bytes_ += namelen + valuelen + 32;
-    if (call->header_bytes_ > conn->options_.max_metadata_size) {
-      call->End(absl::ResourceExhaustedError(absl::StrCat(
-          "received metadata larger than the limit of ", conn->options_.max_metadata_size,
-          " bytes")));
-      return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;  // nghttp2 resets the stream
-    }
-    std::string_view k(reinterpret_cast<const char*>(name), namelen);
-    std::string_view v(reinterpret_cast<const char*>(value), valuelen);
-    if (k == ":status") {
-      int st = 0;
-      for (char c : v) st = (c >= '0' && c <= '9') ? st * 10 + (c - '0') : -1000;
-      call->http_status_ = st;
-    } else if (k == "grpc-status") {
-      call->grpc_status_ = std::string(v);
-    } else if (k == "grpc-message") {
-      call->grpc_message_ = PercentDecode(v);
-    } else if (k == "content-type") {
-      // gRPC requires application/grpc*; a 200 with anything else is not a
-      // gRPC server answering (a proxy's error page, say). Other HTTP
-      // statuses are mapped from the status instead.
-      if (!call->headers_received_ && call->http_status_ == 200 && !IsGrpcContentType(v)) {
-        call->End(absl::UnknownError(absl::StrCat(
-            "the server answered with content-type \"", absl::CHexEscape(absl::string_view(v.data(), v.size())),
-            "\", not application/grpc")));
-        return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;  // nghttp2 resets the stream
-      }
-    } else if (k == "grpc-status-details-bin") {
-      absl::StatusOr<std::string> d = DecodeBinaryHeader(v);
-      if (d.ok()) call->details_ = std::move(*d);
-    } else if (!k.empty() && k[0] != ':' && k != "content-type" &&
-               k != "grpc-encoding" && k != "grpc-accept-encoding") {
-      std::string decoded(v);
-      if (IsBinaryHeader(k)) {
-        absl::StatusOr<std::string> d = DecodeBinaryHeader(v);
-        if (!d.ok()) {
-          Violation(call, absl::InternalError(absl::StrCat(
-                              "malformed base64 in metadata \"", std::string(k),
-                              "\" from the server")));
-          return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
-        }
-        decoded = std::move(*d);
-      }
-      (call->in_trailers_ ? call->trailing_metadata_ : call->initial_metadata_)
-          .emplace_back(std::string(k), std::move(decoded));
-    }
-    return 0;
-  }
-
-  // A server that breaks the gRPC protocol gets no new calls on this
-  // connection; the calls it has finish.
-  static void Violation(Call* call, absl::Status status) {
-    call->conn_->Distrust(status);
-    call->End(std::move(status));
-  }
-
-  static void FinishFromTrailers(Call* call) {
-    call->remote_closed_ = true;
-    call->headers_received_ = true;
-    if (call->decoder_.partial()) {
-      Violation(call, absl::InternalError("stream ended in the middle of a message"));
-      return;
-    }
-    if (call->grpc_status_) {
-      absl::StatusOr<absl::StatusCode> code = ParseGrpcStatus(*call->grpc_status_);
-      if (!code.ok()) {
-        Violation(call, code.status());
-        return;
-      }
-      std::string message = call->grpc_message_.value_or("");
-      if (message.empty() && *code != absl::StatusCode::kOk) {
-        // Say who decided, rather than hand the user an empty message.
-        message = absl::StrCat("the server ended the call with ", absl::StatusCodeToString(*code),
-                               " and no grpc-message");
-      }
-      call->End(absl::Status(*code, message));
-      return;
-    }
-    if (call->http_status_ != 200 && call->http_status_ != 0) {
-      call->End(absl::Status(HttpStatusToGrpcCode(call->http_status_),
-                             absl::StrCat("HTTP status ", call->http_status_,
-                                          " with no grpc-status")));
-      return;
-    }
-    Violation(call, absl::InternalError("server ended the stream without grpc-status"));
-  }
-
-  static int OnFrameRecv(nghttp2_session* s, const nghttp2_frame* frame, void* user_data) {
-    Http2Connection* conn = Conn(user_data);
-    conn->OnFrameReceived();
-    switch (frame->hd.type) {
-      case NGHTTP2_SETTINGS:
-        if (!(frame->hd.flags & NGHTTP2_FLAG_ACK)) {
-          conn->settings_received_ = true;
-          conn->settings_event_->Set();
-        }
-        break;
-      case NGHTTP2_GOAWAY: {
-        conn->draining_ = true;
-        int32_t last = frame->goaway.last_stream_id;
-        std::vector<Call*> refused;
-        for (auto& [id, call] : conn->calls_) {
-          if (id > last) refused.push_back(call);
-        }
-        for (Call* call : refused) {
-          call->never_sent_ = true;
-          call->End(absl::UnavailableError(
-              "the server sent GOAWAY before processing this call (safe to retry)"));
-        }
-        break;
-      }
-      case NGHTTP2_HEADERS: {
-        Call* call = CallOf(s, frame->hd.stream_id);
-        if (call == nullptr || call->status_) break;
-        if (call->in_trailers_) {
-          FinishFromTrailers(call);
-        } else {
-          call->headers_received_ = true;
-          if (call->http_status_ != 200) {
-            call->End(absl::Status(HttpStatusToGrpcCode(call->http_status_),
-                                   absl::StrCat("HTTP status ", call->http_status_)));
-            conn->ResetStream(call, NGHTTP2_CANCEL);
-          }
-          call->read_event_.Set();
-          call->state_event_.Set();
-        }
-        break;
-      }
-      case NGHTTP2_DATA: {
-        Call* call = CallOf(s, frame->hd.stream_id);
-        if (call != nullptr && !call->status_ && (frame->hd.flags & NGHTTP2_FLAG_END_STREAM)) {
-          call->remote_closed_ = true;
-          Violation(call, absl::InternalError(
-                              "server ended the stream without trailers (no grpc-status)"));
-        }
-        break;
-      }
-      default:
-        break;
-    }
-    return 0;
-  }
-
-  static int OnDataChunk(nghttp2_session* s, uint8_t, int32_t stream_id,
-                         const uint8_t* data, size_t len, void* user_data) {
-    Call* call = CallOf(s, stream_id);
-    Http2Connection* conn = Conn(user_data);
-    if (call == nullptr || call->status_) {
-      conn->Credit(stream_id, len);  // nobody will read it
-      return 0;
-    }
-    call->decoder_.Feed(std::string_view(reinterpret_cast<const char*>(data), len));
-    call->held_ += len;
-    call->CreditConsumed();  // all but complete messages the reader has not taken
-    if (!call->decoder_.error().ok()) {
-      const absl::Status& e = call->decoder_.error();
-      // Over our own limit is not the server's fault; bad framing is.
-      if (e.code() == absl::StatusCode::kInternal) {
-        Violation(call, e);
-      } else {
-        call->End(e);
-      }
-      Conn(user_data)->ResetStream(call, NGHTTP2_CANCEL);
-      return 0;
-    }
-    call->read_event_.Set();
-    return 0;
-  }
-
-  static int OnStreamClose(nghttp2_session* s, int32_t stream_id, uint32_t error_code,
-                           void*) {
-    Call* call = CallOf(s, stream_id);
-    if (call == nullptr) return 0;
-    if (!call->status_) {
-      if (error_code == NGHTTP2_REFUSED_STREAM) {
-        call->never_sent_ = true;
-        call->End(absl::UnavailableError("stream refused by the server (safe to retry)"));
-      } else if (error_code == NGHTTP2_CANCEL) {
-        call->End(absl::CancelledError("stream cancelled by the server"));
-      } else {
-        call->End(absl::InternalError(absl::StrCat(
-            "stream reset: ", nghttp2_http2_strerror(error_code),
-            error_code == NGHTTP2_FLOW_CONTROL_ERROR ? " (the server sent past the window)" : "")));
-      }
-    }
-    nghttp2_session_set_stream_user_data(s, stream_id, nullptr);
-    call->stream_id_ = -call->stream_id_;  // closed: never reset again
-    return 0;
-  }
-
-  // nghttp2 explains what it found wrong before it ends the session.
-  static int OnError(nghttp2_session*, int, const char* msg, size_t len, void* user_data) {
-    Conn(user_data)->last_protocol_error_.assign(msg, len);
-    return 0;
-  }
-
-  static int OnFrameSend(nghttp2_session*, const nghttp2_frame* frame, void* user_data) {
-    Http2Connection* conn = Conn(user_data);
-    if (frame->hd.type == NGHTTP2_DATA || frame->hd.type == NGHTTP2_HEADERS) {
-      conn->pings_without_data_ = 0;
-      if (frame->hd.type == NGHTTP2_HEADERS) conn->batch_has_headers_ = true;
-    } else if (frame->hd.type == NGHTTP2_GOAWAY && frame->goaway.error_code != NGHTTP2_NO_ERROR) {
-      // nghttp2 found a connection error in what the server sent and ended
-      // the session with this GOAWAY; the write loop closes once it is out.
-      conn->local_goaway_ = absl::UnavailableError(absl::StrCat(
-          "HTTP/2 protocol error from ", conn->address_.ToString(), ": ",
-          nghttp2_http2_strerror(frame->goaway.error_code),
-          conn->last_protocol_error_.empty() ? "" : " (",
-          conn->last_protocol_error_, conn->last_protocol_error_.empty() ? "" : ")"));
-    }
-    return 0;
-  }
-
-  static ssize_t ReadData(nghttp2_session* s, int32_t stream_id, uint8_t* buf,
-                          size_t length, uint32_t* flags, nghttp2_data_source*, void*) {
-    Call* call = CallOf(s, stream_id);
-    if (call == nullptr) {  // its Call is gone; the stream is being reset
-      *flags |= NGHTTP2_DATA_FLAG_EOF;
-      return 0;
-    }
-    size_t avail = call->out_.size() - call->out_offset_;
-    if (avail == 0) {
-      if (call->writes_done_) {
-        *flags |= NGHTTP2_DATA_FLAG_EOF;
-        return 0;
-      }
-      call->data_deferred_ = true;
-      return NGHTTP2_ERR_DEFERRED;
-    }
-    size_t n = std::min(length, avail);
-    std::memcpy(buf, call->out_.data() + call->out_offset_, n);
-    call->out_offset_ += n;
-    if (call->out_offset_ == call->out_.size()) {
-      call->out_.clear();
-      call->out_offset_ = 0;
-      if (call->writes_done_) *flags |= NGHTTP2_DATA_FLAG_EOF;
-    } else if (call->out_offset_ > (1u << 20)) {
-      call->out_.erase(0, call->out_offset_);
-      call->out_offset_ = 0;
-    }
-    if (call->out_.size() - call->out_offset_ <= kWriteHighWater) call->write_event_.Set();
-    return static_cast<ssize_t>(n);
-  }
-};
 
 // ---- keepalive ---------------------------------------------------------------
 
+// Drives keepalive_ (the policy) with one loop timer at its deadline.
 class Http2Connection::KeepaliveTimer final : public TimerCallback {
  public:
-  explicit KeepaliveTimer(Http2Connection* conn) : conn_(conn) { SchedulePing(); }
+  explicit KeepaliveTimer(Http2Connection* conn) : conn_(conn) { Schedule(); }
   ~KeepaliveTimer() {
     if (id_ != 0) conn_->loop_->CancelTimer(id_);
   }
-  bool watching() const { return watching_; }
-  // Any frame from the peer proves it alive.
-  void OnFrame() {
-    if (!watching_) return;
-    conn_->loop_->CancelTimer(id_);
-    SchedulePing();
+  // The policy's deadline moved: the timer follows it.
+  void Reschedule() {
+    if (id_ != 0) conn_->loop_->CancelTimer(id_);
+    Schedule();
   }
 
  private:
-  void SchedulePing() {
-    watching_ = false;
-    id_ = conn_->loop_->ScheduleTimer(conn_->loop_->Now() + *conn_->options_.keepalive_time,
-                                     this);
-  }
+  void Schedule() { id_ = conn_->loop_->ScheduleTimer(conn_->keepalive_->deadline(), this); }
   void OnTimer() override {
     id_ = 0;
-    const ConnectionOptions& o = conn_->options_;
-    if (watching_) {
-      conn_->Close(absl::UnavailableError(absl::StrCat(
-          "keepalive timeout: no frame from the server within ", Ms(o.keepalive_timeout),
-          " of a PING")));
-      return;  // Close destroyed this timer
+    switch (conn_->keepalive_->OnTimer(conn_->loop_->Now(), !conn_->calls_.empty())) {
+      case KeepalivePolicy::Action::kDeclareDead:
+        conn_->Close(absl::UnavailableError(
+            absl::StrCat("keepalive timeout: no frame from the server within ",
+                         Ms(conn_->options_.keepalive_timeout), " of a PING")));
+        return;  // Close destroyed this timer
+      case KeepalivePolicy::Action::kSendPing:
+        nghttp2_submit_ping(conn_->session_, NGHTTP2_FLAG_NONE, nullptr);
+        ++conn_->stats_.pings_sent;
+        conn_->Flush();
+        break;
+      case KeepalivePolicy::Action::kWait:
+        break;
     }
-    bool allowed = !conn_->calls_.empty() || o.keepalive_permit_without_calls;
-    if (allowed && (o.max_pings_without_data == 0 ||
-                    conn_->pings_without_data_ < o.max_pings_without_data)) {
-      nghttp2_submit_ping(conn_->session_, NGHTTP2_FLAG_NONE, nullptr);
-      ++conn_->stats_.pings_sent;
-      ++conn_->pings_without_data_;
-      conn_->Flush();
-      watching_ = true;
-      id_ = conn_->loop_->ScheduleTimer(conn_->loop_->Now() + o.keepalive_timeout, this);
-      return;
-    }
-    SchedulePing();
+    Schedule();
   }
 
   Http2Connection* conn_;
   uint64_t id_ = 0;
-  bool watching_ = false;
 };
+
+void Http2Connection::StartKeepalive() {
+  const ConnectionOptions& o = options_;
+  if (!o.keepalive_time) return;
+  if (keepalive_) {
+    keepalive_->Restart(loop_->Now());
+  } else {
+    keepalive_.emplace(KeepaliveSettings{.time = *o.keepalive_time,
+                                         .timeout = o.keepalive_timeout,
+                                         .permit_without_calls = o.keepalive_permit_without_calls,
+                                         .max_pings_without_data = o.max_pings_without_data},
+                       loop_->Now());
+  }
+  keepalive_timer_ = std::make_unique<KeepaliveTimer>(this);
+}
+
+void Http2Connection::OnFrameReceived() {
+  ++stats_.frames_received;
+  if (keepalive_ && keepalive_->OnFrameReceived(loop_->Now()) && keepalive_timer_) {
+    keepalive_timer_->Reschedule();
+  }
+}
 
 // ---- connection --------------------------------------------------------------
 
@@ -564,7 +114,7 @@ Http2Connection::Http2Connection(EventLoop& loop, Address address,
 }
 
 Http2Connection::~Http2Connection() {
-  keepalive_.reset();
+  keepalive_timer_.reset();
   reader_.Reset();  // cancels the receive in flight
   writer_.Reset();
   if (session_ != nullptr) nghttp2_session_del(session_);
@@ -578,14 +128,7 @@ Http2Connection::~Http2Connection() {
 absl::Status Http2Connection::InitSession() {
   nghttp2_session_callbacks* cbs;
   nghttp2_session_callbacks_new(&cbs);
-  nghttp2_session_callbacks_set_on_begin_headers_callback(cbs, Callbacks::OnBeginHeaders);
-  nghttp2_session_callbacks_set_on_begin_frame_callback(cbs, Callbacks::OnBeginFrame);
-  nghttp2_session_callbacks_set_on_header_callback(cbs, Callbacks::OnHeader);
-  nghttp2_session_callbacks_set_on_frame_recv_callback(cbs, Callbacks::OnFrameRecv);
-  nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs, Callbacks::OnDataChunk);
-  nghttp2_session_callbacks_set_on_stream_close_callback(cbs, Callbacks::OnStreamClose);
-  nghttp2_session_callbacks_set_on_frame_send_callback(cbs, Callbacks::OnFrameSend);
-  nghttp2_session_callbacks_set_error_callback2(cbs, Callbacks::OnError);
+  Callbacks::Install(cbs);
   nghttp2_option* opt;
   nghttp2_option_new(&opt);
   nghttp2_option_set_no_closed_streams(opt, 1);
@@ -683,9 +226,7 @@ Task<absl::StatusOr<std::shared_ptr<Http2Connection>>> Http2Connection::Connect(
     conn->Close(s);
     co_return s;
   }
-  if (conn->options_.keepalive_time) {
-    conn->keepalive_ = std::make_unique<KeepaliveTimer>(conn.get());
-  }
+  conn->StartKeepalive();
   co_return conn;
 }
 
@@ -830,7 +371,7 @@ Task<void> Http2Connection::ReadLoop() {
 bool Http2Connection::Quiescent() const {
   // A TLS connection is never parked: its session state stays on its thread.
   return tls_ == nullptr && polling_ && !writing_ && calls_.empty() && closed_.ok() && !draining_ &&
-         !nghttp2_session_want_write(session_) && !(keepalive_ && keepalive_->watching());
+         !nghttp2_session_want_write(session_) && !(keepalive_ && keepalive_->awaiting_ack());
 }
 
 bool Http2Connection::TryQuiesce() {
@@ -853,7 +394,7 @@ absl::StatusOr<DetachedConnection> Http2Connection::Detach(
   if (conn.use_count() != 1) {
     return absl::FailedPreconditionError("connection is still referenced elsewhere");
   }
-  conn->keepalive_.reset();
+  conn->keepalive_timer_.reset();
   conn->reader_.Reset();  // abandons the poll: it took no bytes
   conn->writer_.Reset();
   conn->flush_event_.reset();
@@ -890,9 +431,7 @@ absl::StatusOr<std::shared_ptr<Http2Connection>> Http2Connection::Attach(
     return failed;
   }
   conn->Start();
-  if (conn->options_.keepalive_time) {
-    conn->keepalive_ = std::make_unique<KeepaliveTimer>(conn.get());
-  }
+  conn->StartKeepalive();
   return conn;
 }
 
@@ -958,11 +497,6 @@ Task<void> Http2Connection::WriteLoop() {
     batch_has_headers_ = false;
     if (!local_goaway_.ok()) Close(local_goaway_);
   }
-}
-
-void Http2Connection::OnFrameReceived() {
-  ++stats_.frames_received;
-  if (keepalive_) keepalive_->OnFrame();
 }
 
 uint32_t Http2Connection::max_concurrent_streams() const {
@@ -1059,7 +593,7 @@ absl::StatusOr<std::unique_ptr<Call>> Http2Connection::StartCall(CallOptions opt
       call->End(absl::DeadlineExceededError("deadline exceeded before the call started"));
       ResetStream(call.get(), NGHTTP2_CANCEL);
     } else {
-      call->deadline_ = std::make_unique<Call::DeadlineTimer>(call.get(), *options.deadline);
+      call->StartDeadline(*options.deadline);
     }
   }
   Flush();
@@ -1111,7 +645,7 @@ void Http2Connection::ForgetCall(Call* call) {
 void Http2Connection::Close(absl::Status reason) {
   if (!closed_.ok()) return;
   closed_ = std::move(reason);
-  keepalive_.reset();
+  keepalive_timer_.reset();
   std::vector<Call*> calls;
   for (auto& [id, call] : calls_) calls.push_back(call);
   for (Call* call : calls) call->End(closed_);

@@ -36,7 +36,9 @@
 #include "client/runtime/event_loop.h"
 #include "client/runtime/loop_event.h"
 #include "client/transport/address.h"
+#include "client/transport/call.h"
 #include "client/transport/grpc_wire.h"
+#include "client/transport/keepalive.h"
 #include "client/transport/tls.h"
 
 struct nghttp2_session;
@@ -45,9 +47,6 @@ namespace ringrpc::transport {
 
 using runtime::EventLoop;
 using runtime::LoopEvent;
-
-// Metadata as the application sees it: -bin values decoded.
-using Metadata = std::vector<std::pair<std::string, std::string>>;
 
 struct ConnectionOptions {
   std::string authority = "localhost";
@@ -77,8 +76,6 @@ struct ConnectionStats {
   uint64_t streams_started = 0;
 };
 
-class Http2Connection;
-
 // A connection taken off its loop (for the pool's reservoir): owns the
 // socket and the HTTP/2 session, runs nothing. Destroying it closes the
 // socket. Any thread may hold it; Http2Connection::Attach puts it on a loop.
@@ -91,94 +88,6 @@ class DetachedConnection {
   friend class Http2Connection;
   explicit DetachedConnection(std::shared_ptr<Http2Connection> c) : conn_(std::move(c)) {}
   std::shared_ptr<Http2Connection> conn_;
-};
-
-// One RPC (one HTTP/2 stream). Ends exactly once with a status. Destroying
-// an unfinished call cancels it (RST_STREAM CANCEL).
-class Call {
- public:
-  ~Call();
-  Call(const Call&) = delete;
-  Call& operator=(const Call&) = delete;
-
-  // Queues one message: its bytes are copied when Write is called, so the
-  // caller may keep or drop `message` at once. The task waits while more
-  // than 1 MiB is queued unsent. An ended call returns its status; a
-  // message over max_send_message_size ends the call RESOURCE_EXHAUSTED.
-  Task<absl::Status> Write(std::string_view message);
-  // Half-closes: no more messages from the client.
-  void WritesDone();
-  // The next message; nullopt once the server has ended the stream (or the
-  // call ended): then Finish() has the status.
-  Task<std::optional<std::string>> Read();
-  // Waits for the initial metadata (or the end of the call).
-  Task<void> WaitForInitialMetadata();
-  // Waits for the end of the call and returns its status. May be awaited
-  // while another coroutine awaits Read() or Write() (not while one awaits
-  // WaitForInitialMetadata()).
-  Task<absl::Status> Finish();
-  // Ends the call CANCELLED and resets the stream (idempotent).
-  void Cancel();
-
-  bool finished() const { return status_.has_value(); }
-  // Set once the call has ended.
-  const std::optional<absl::Status>& status() const { return status_; }
-  // Queues one message (copied now) without waiting for room: what Write
-  // does before it waits.
-  absl::Status Enqueue(std::string_view message);
-  bool headers_received() const { return headers_received_; }
-  const Metadata& initial_metadata() const { return initial_metadata_; }
-  const Metadata& trailing_metadata() const { return trailing_metadata_; }
-  // grpc-status-details-bin, raw, if the server sent it.
-  const std::optional<std::string>& status_details() const { return details_; }
-  // True when the server never saw this call (GOAWAY above it, or
-  // REFUSED_STREAM): safe to retry elsewhere.
-  bool never_sent() const { return never_sent_; }
-  int32_t stream_id() const { return stream_id_; }
-
- private:
-  friend class Http2Connection;
-  Call(std::shared_ptr<Http2Connection> conn, uint32_t max_receive);
-
-  Task<absl::Status> WaitForRoom(absl::Status queued);
-  // Gives the server back window for the bytes the reader no longer waits
-  // on: everything but complete messages not yet read.
-  void CreditConsumed();
-  // First status wins; wakes everyone waiting.
-  void End(absl::Status status);
-  void Wake();
-
-  std::shared_ptr<Http2Connection> conn_;
-  int32_t stream_id_ = -1;
-  // Outgoing framed bytes not yet taken by nghttp2.
-  std::string out_;
-  size_t out_offset_ = 0;
-  bool writes_done_ = false;
-  bool data_deferred_ = false;
-  // Incoming.
-  MessageDecoder decoder_;
-  size_t held_ = 0;  // received DATA bytes not yet credited back (flow control)
-  bool headers_received_ = false;
-  bool in_trailers_ = false;
-  bool remote_closed_ = false;
-  int http_status_ = 0;
-  std::optional<std::string> grpc_status_;
-  std::optional<std::string> grpc_message_;
-  std::optional<std::string> details_;
-  size_t header_bytes_ = 0;
-  Metadata initial_metadata_;
-  Metadata trailing_metadata_;
-  std::optional<absl::Status> status_;
-  bool never_sent_ = false;
-  bool reset_ = false;  // RST_STREAM submitted (or the queued HEADERS cancelled)
-  // Deadline.
-  class DeadlineTimer;
-  std::unique_ptr<DeadlineTimer> deadline_;
-  // Wake-ups, one waiter each: Read; Write; WaitForInitialMetadata or
-  // Finish (so a call can be read while another coroutine awaits its end).
-  LoopEvent read_event_;
-  LoopEvent write_event_;
-  LoopEvent state_event_;
 };
 
 class Http2Connection : public std::enable_shared_from_this<Http2Connection> {
@@ -261,6 +170,8 @@ class Http2Connection : public std::enable_shared_from_this<Http2Connection> {
     if (send_op_ != nullptr) loop_->SetQuiet(send_op_, false);
   }
   void OnFrameReceived();
+  // Starts (or, back from the reservoir, restarts) keepalive.
+  void StartKeepalive();
   void ForgetCall(Call* call);
   // Consumes `n` received DATA bytes for flow control (connection, and the
   // stream while it exists), so WINDOW_UPDATEs go out.
@@ -287,7 +198,6 @@ class Http2Connection : public std::enable_shared_from_this<Http2Connection> {
   std::string preface_;  // the server's first 9 bytes, checked for SETTINGS
   bool settings_received_ = false;
   ConnectionStats stats_;
-  int pings_without_data_ = 0;
   std::optional<LoopEvent> flush_event_;  // bound to loop_: rebuilt on attach
   std::optional<LoopEvent> settings_event_;
   // Reservoir support: the reader's receive in flight (for Interrupt), a
@@ -297,7 +207,10 @@ class Http2Connection : public std::enable_shared_from_this<Http2Connection> {
   bool quiesce_ = false;
   bool polling_ = false;
   bool writing_ = false;
-  std::unique_ptr<KeepaliveTimer> keepalive_;
+  // Keepalive, when options.keepalive_time is set: the policy lives as long
+  // as the connection; its timer only while the connection is on a loop.
+  std::optional<KeepalivePolicy> keepalive_;
+  std::unique_ptr<KeepaliveTimer> keepalive_timer_;
   Task<void> reader_;
   Task<void> writer_;
 };

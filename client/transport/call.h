@@ -1,0 +1,134 @@
+// client/transport/call.h — one RPC on an HTTP/2 connection: one stream,
+// its outgoing message bytes, its incoming messages, metadata and status.
+//
+// A Call is made by Http2Connection::StartCall and fed by the connection's
+// nghttp2 callbacks (http2_callbacks.cc); the application writes, reads and
+// awaits its end here. It ends exactly once with a status.
+//
+// Threading: the connection's loop thread only. Never shared.
+//
+//   auto call = conn->StartCall({.path = "/pkg.Svc/Method"});
+//   co_await (*call)->Write(request_bytes);
+//   (*call)->WritesDone();
+//   std::optional<std::string> reply = co_await (*call)->Read();
+//   absl::Status status = co_await (*call)->Finish();
+#ifndef RINGRPC_CLIENT_TRANSPORT_CALL_H_
+#define RINGRPC_CLIENT_TRANSPORT_CALL_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "base/task.h"
+#include "base/time.h"
+#include "client/runtime/loop_event.h"
+#include "client/transport/grpc_wire.h"
+#include "client/transport/metadata.h"
+
+namespace ringrpc::transport {
+
+using runtime::LoopEvent;
+
+class Http2Connection;
+
+// One RPC (one HTTP/2 stream). Ends exactly once with a status. Destroying
+// an unfinished call cancels it (RST_STREAM CANCEL).
+class Call {
+ public:
+  ~Call();
+  Call(const Call&) = delete;
+  Call& operator=(const Call&) = delete;
+
+  // Queues one message: its bytes are copied when Write is called, so the
+  // caller may keep or drop `message` at once. The task waits while more
+  // than 1 MiB is queued unsent. An ended call returns its status; a
+  // message over max_send_message_size ends the call RESOURCE_EXHAUSTED.
+  Task<absl::Status> Write(std::string_view message);
+  // Half-closes: no more messages from the client.
+  void WritesDone();
+  // The next message; nullopt once the server has ended the stream (or the
+  // call ended): then Finish() has the status.
+  Task<std::optional<std::string>> Read();
+  // Waits for the initial metadata (or the end of the call).
+  Task<void> WaitForInitialMetadata();
+  // Waits for the end of the call and returns its status. May be awaited
+  // while another coroutine awaits Read() or Write() (not while one awaits
+  // WaitForInitialMetadata()).
+  Task<absl::Status> Finish();
+  // Ends the call CANCELLED and resets the stream (idempotent).
+  void Cancel();
+
+  // Queued bytes past which Write waits for the socket to take some.
+  static constexpr size_t kWriteHighWater = 1 << 20;
+
+  bool finished() const { return status_.has_value(); }
+  // Set once the call has ended.
+  const std::optional<absl::Status>& status() const { return status_; }
+  // Queues one message (copied now) without waiting for room: what Write
+  // does before it waits.
+  absl::Status Enqueue(std::string_view message);
+  bool headers_received() const { return headers_received_; }
+  const Metadata& initial_metadata() const { return initial_metadata_; }
+  const Metadata& trailing_metadata() const { return trailing_metadata_; }
+  // grpc-status-details-bin, raw, if the server sent it.
+  const std::optional<std::string>& status_details() const { return details_; }
+  // True when the server never saw this call (GOAWAY above it, or
+  // REFUSED_STREAM): safe to retry elsewhere.
+  bool never_sent() const { return never_sent_; }
+  int32_t stream_id() const { return stream_id_; }
+
+ private:
+  friend class Http2Connection;
+  Call(std::shared_ptr<Http2Connection> conn, uint32_t max_receive);
+
+  Task<absl::Status> WaitForRoom(absl::Status queued);
+  // Gives the server back window for the bytes the reader no longer waits
+  // on: everything but complete messages not yet read.
+  void CreditConsumed();
+  // Ends the call DEADLINE_EXCEEDED at `deadline` unless it ends first.
+  void StartDeadline(TimePoint deadline);
+  // First status wins; wakes everyone waiting.
+  void End(absl::Status status);
+  void Wake();
+
+  std::shared_ptr<Http2Connection> conn_;
+  int32_t stream_id_ = -1;
+  // Outgoing framed bytes not yet taken by nghttp2.
+  std::string out_;
+  size_t out_offset_ = 0;
+  bool writes_done_ = false;
+  bool data_deferred_ = false;
+  // Incoming.
+  MessageDecoder decoder_;
+  size_t held_ = 0;  // received DATA bytes not yet credited back (flow control)
+  bool headers_received_ = false;
+  bool in_trailers_ = false;
+  bool remote_closed_ = false;
+  int http_status_ = 0;
+  std::optional<std::string> grpc_status_;
+  std::optional<std::string> grpc_message_;
+  std::optional<std::string> details_;
+  size_t header_bytes_ = 0;
+  Metadata initial_metadata_;
+  Metadata trailing_metadata_;
+  std::optional<absl::Status> status_;
+  bool never_sent_ = false;
+  bool reset_ =
+      false;  // RST_STREAM submitted (or the queued HEADERS cancelled)
+  // Deadline.
+  class DeadlineTimer;
+  std::unique_ptr<DeadlineTimer> deadline_;
+  // Wake-ups, one waiter each: Read; Write; WaitForInitialMetadata or
+  // Finish (so a call can be read while another coroutine awaits its end).
+  LoopEvent read_event_;
+  LoopEvent write_event_;
+  LoopEvent state_event_;
+};
+
+}  // namespace ringrpc::transport
+
+#endif  // RINGRPC_CLIENT_TRANSPORT_CALL_H_

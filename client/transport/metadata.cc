@@ -1,0 +1,55 @@
+#include "client/transport/metadata.h"
+
+#include "absl/strings/str_cat.h"
+#include "client/transport/grpc_wire.h"
+
+namespace ringrpc::transport {
+namespace {
+
+// Metadata keys the application may not set: they are the protocol's.
+bool IsReservedKey(std::string_view k) {
+  return k.empty() || k[0] == ':' || k == "te" || k == "content-type" ||
+         k == "user-agent" || k.rfind("grpc-", 0) == 0 ||
+         // Connection-specific fields: HTTP/2 forbids them (RFC 9113 8.2.2).
+         k == "connection" || k == "transfer-encoding" || k == "upgrade" ||
+         k == "keep-alive" || k == "proxy-connection";
+}
+
+}  // namespace
+
+bool IsGrpcContentType(std::string_view v) {
+  constexpr std::string_view kGrpc = "application/grpc";
+  if (v.substr(0, kGrpc.size()) != kGrpc) return false;
+  return v.size() == kGrpc.size() || v[kGrpc.size()] == '+' ||
+         v[kGrpc.size()] == ';';
+}
+
+absl::Status ValidateMetadata(const Metadata& md) {
+  for (const auto& [k, v] : md) {
+    for (char c : k) {
+      bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
+                c == '_' || c == '.';
+      if (!ok) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "metadata key \"", k,
+            "\" must be lowercase letters, digits, '-', '_' or '.'"));
+      }
+    }
+    if (IsReservedKey(k)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("metadata key \"", k, "\" is reserved by the protocol"));
+    }
+    if (!IsBinaryHeader(k)) {
+      for (char c : v) {
+        if (c < 0x20 || c > 0x7e) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "metadata value of \"", k,
+              "\" must be printable ASCII (use a -bin key for binary values)"));
+        }
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace ringrpc::transport
