@@ -528,7 +528,15 @@ Status Channel::BlockingUnaryCall(const std::string& method, ClientContext* ctx,
 }
 
 static ConnectivityState Public(channel::ConnectivityState s) {
-  return static_cast<ConnectivityState>(static_cast<int>(s));
+  switch (s) {
+    case channel::ConnectivityState::kIdle: return ConnectivityState::IDLE;
+    case channel::ConnectivityState::kConnecting: return ConnectivityState::CONNECTING;
+    case channel::ConnectivityState::kReady: return ConnectivityState::READY;
+    case channel::ConnectivityState::kTransientFailure:
+      return ConnectivityState::TRANSIENT_FAILURE;
+    case channel::ConnectivityState::kShutdown: return ConnectivityState::SHUTDOWN;
+  }
+  return ConnectivityState::SHUTDOWN;
 }
 
 ConnectivityState Channel::GetState(bool try_to_connect) {

@@ -72,6 +72,8 @@ std::shared_ptr<ChannelState> ChannelState::Create(const ChannelArguments& args)
 
 void ChannelState::Start(const std::shared_ptr<ChannelState>& state,
                          std::shared_ptr<Resolver> resolver) {
+  // The configuration is final now (Create's caller may have adjusted it).
+  for (PerThread& pt : state->per_thread_) pt.picker = AddressPicker(state->config_.lb_policy);
   state->resolver_ = std::move(resolver);
   std::weak_ptr<ChannelState> weak = state;
   state->resolver_->Start([weak](absl::StatusOr<AddressList> update) {
@@ -206,48 +208,16 @@ std::shared_ptr<Subchannel> ChannelState::Pick(size_t thread) {
     pt.list = list_;
     pt.version = version_.load(std::memory_order_acquire);
   }
-  size_t n = pt.list.size();
-  if (n == 0) return nullptr;
-  // Records are shared by every thread, so READY means some thread has a
-  // connection there.
-  auto ready = [](const std::shared_ptr<Subchannel>& sc) {
-    return sc->record->state() == ConnectivityState::kReady;
-  };
-  auto usable = [](const std::shared_ptr<Subchannel>& sc) {
-    return sc->record->state() != ConnectivityState::kTransientFailure;
-  };
-  if (config_.lb_policy == LbPolicy::kPickFirst) {
-    for (auto& sc : pt.list) {
-      if (ready(sc)) return sc;
-    }
-    for (auto& sc : pt.list) {
-      if (usable(sc)) return sc;
-    }
-    return pt.list[0];
-  }
-  // round_robin rotates over every address that is not failing: ours
-  // connect lazily, per thread, so an IDLE address is one this rotation is
-  // about to connect (gRPC's connects all eagerly, then rotates over READY
-  // ones; a READY-first rotation here starved the lazily connected
-  // backends). A pick that meets another thread's backoff picks again
-  // (client/channel.cc, Open).
-  for (size_t k = 0; k < n; ++k) {
-    size_t i = (pt.next + k) % n;
-    if (usable(pt.list[i])) {
-      pt.next = (i + 1) % n;
-      return pt.list[i];
-    }
-  }
-  return pt.list[pt.next++ % n];
+  std::optional<size_t> i =
+      pt.picker.Pick(pt.list.size(), [&](size_t k) { return pt.list[k]->record->state(); });
+  return i ? pt.list[*i] : nullptr;
 }
 
 bool ChannelState::AnotherUsable(size_t thread, const std::shared_ptr<Subchannel>& sc) const {
-  for (const auto& other : per_thread_[thread].list) {
-    if (other != sc && other->record->state() != ConnectivityState::kTransientFailure) {
-      return true;
-    }
-  }
-  return false;
+  const std::vector<std::shared_ptr<Subchannel>>& list = per_thread_[thread].list;
+  size_t except = std::find(list.begin(), list.end(), sc) - list.begin();
+  return channel::AnotherUsable(list.size(), except,
+                                [&](size_t k) { return list[k]->record->state(); });
 }
 
 absl::Status ChannelState::NoAddressError() const {
@@ -257,23 +227,9 @@ absl::Status ChannelState::NoAddressError() const {
 
 ConnectivityState ChannelState::Aggregate() const {
   MutexLock lock(&mu_);
-  if (list_.empty()) {
-    // Before the resolver's first answer the channel is starting, not
-    // failing.
-    return resolved_once() ? ConnectivityState::kTransientFailure : ConnectivityState::kIdle;
-  }
-  bool connecting = false, idle = false;
-  for (auto& sc : list_) {
-    switch (sc->record->state()) {
-      case ConnectivityState::kReady: return ConnectivityState::kReady;
-      case ConnectivityState::kConnecting: connecting = true; break;
-      case ConnectivityState::kIdle: idle = true; break;
-      default: break;
-    }
-  }
-  if (connecting) return ConnectivityState::kConnecting;
-  if (idle) return ConnectivityState::kIdle;
-  return ConnectivityState::kTransientFailure;
+  return AggregateState(
+      list_.size(), [&](size_t k) ABSL_NO_THREAD_SAFETY_ANALYSIS { return list_[k]->record->state(); },
+      resolved_once());
 }
 
 std::vector<std::shared_ptr<Subchannel>> ChannelState::Subchannels() const {

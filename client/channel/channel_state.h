@@ -42,6 +42,7 @@
 #include "base/task.h"
 #include "base/time.h"
 #include "client/channel/channel_config.h"
+#include "client/channel/lb_policy.h"
 #include "client/channel/resolver.h"
 #include "client/channel/subchannel.h"
 #include "client/channel_arguments.h"
@@ -148,7 +149,7 @@ class ChannelState : public std::enable_shared_from_this<ChannelState> {
   struct alignas(64) PerThread {
     uint64_t version = ~uint64_t{0};
     std::vector<std::shared_ptr<Subchannel>> list;
-    size_t next = 0;
+    AddressPicker picker{LbPolicy::kPickFirst};  // the channel's policy from Start()
   };
   std::vector<PerThread> per_thread_;
 };

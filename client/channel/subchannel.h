@@ -21,6 +21,7 @@
 #include "base/time.h"
 #include "client/channel/backoff.h"
 #include "client/channel/channel_config.h"
+#include "client/channel/connectivity_state.h"
 #include "client/runtime/cq_threads.h"
 #include "client/subchannel_events.h"
 #include "client/transport/http2_connection.h"
@@ -28,9 +29,6 @@
 #include "pool/pool.h"
 
 namespace ringrpc::channel {
-
-enum class ConnectivityState { kIdle, kConnecting, kReady, kTransientFailure, kShutdown };
-const char* ConnectivityStateName(ConnectivityState s);
 
 class AddressRecord {
  public:
