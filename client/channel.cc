@@ -45,14 +45,27 @@ using runtime::EventLoop;
 using std::chrono::milliseconds;
 
 // How many times one call may pick another address after the picked one
-// failed or was backing off, before it reports the failure.
+// failed or was backing off, before it reports the failure: enough to walk
+// a typical address list once or twice, few enough that a call facing a
+// dead cluster fails in microseconds, not after a scan of every address.
 constexpr int kMaxRepicks = 8;
 // How often a call whose pick raced a resolver update that dropped its
-// address picks again (1 ms apart) before reporting "pool is closed".
+// address picks again (kClosedPoolRepickDelay apart) before reporting
+// "pool is closed": the new list reaches the thread within a loop turn, so
+// 100 ms is far more than it needs.
 constexpr int kMaxClosedPoolRepicks = 100;
+constexpr milliseconds kClosedPoolRepickDelay{1};
 // How often a call whose connection stopped taking streams between the
-// lease and the stream's start tries another lease.
+// lease and the stream's start (GOAWAY, close) tries another lease: each
+// try poisons that connection, so a few cover a burst of closing ones.
 constexpr int kMaxStartRetries = 4;
+// How often a call with no address to pick looks again: before the
+// resolver's first answer, or (wait_for_ready) after a resolver error. The
+// list arrives by a post to the thread, not a wake-up of waiting calls.
+constexpr milliseconds kNoAddressPoll{20};
+// The shortest wait of a wait_for_ready call whose lease failed before it
+// tries again (the address's backoff usually asks for longer).
+constexpr milliseconds kMinLeaseRetryDelay{5};
 
 Task<absl::StatusOr<SubchannelLease>> Acquire(SubchannelPool p) {
   co_return co_await p.Acquire();
@@ -79,6 +92,11 @@ class CallOpener {
   static Task<Status> Unary(std::shared_ptr<channel::ChannelState> self,
                                   std::string method, ClientContext* ctx, std::string request,
                                   std::string* response);
+
+ private:
+  // Cancel() from any thread reaches the call on its loop from now on (or
+  // cancels it at once if it came first).
+  static void RegisterCancel(ClientCall::Impl& impl);
 };
 }  // namespace internal
 
@@ -172,10 +190,146 @@ Status ClientCall::WriteNow(std::string_view message) {
 
 namespace internal {
 
+// ---- opening a call: pick -> lease -> start the stream -> register cancel ----
+
+namespace {
+
+using channel::ChannelState;
+using channel::Subchannel;
+using channel::SubchannelLease;
+
+// What one call's attempts to reach a stream share.
+struct Attempt {
+  ChannelState& st;
+  size_t index;  // the CQ thread's
+  runtime::EventLoop& loop;
+  ClientContext* ctx;
+  TimePoint deadline;  // TimePoint::max(): none
+  std::shared_ptr<CancelState> cancel;
+  int number = 0;
+  absl::Status last;  // the latest failure, for the message of the final one
+  std::shared_ptr<Subchannel> sc;
+  std::optional<SubchannelLease> lease;
+  Status failure;  // with Step::kFail
+};
+
+enum class Step { kLeased, kAgain, kFail };
+
+Step Fail(Attempt& a, Status s) {
+  a.failure = std::move(s);
+  return Step::kFail;
+}
+
+// The call may still start: not cancelled, deadline not passed.
+std::optional<Status> Ended(Attempt& a) {
+  {
+    std::lock_guard<std::mutex> lock(a.cancel->mu);
+    if (a.cancel->cancelled) return Status(StatusCode::CANCELLED, "cancelled before the call started");
+  }
+  if (a.loop.Now() < a.deadline) return std::nullopt;
+  return Status(StatusCode::DEADLINE_EXCEEDED,
+                a.last.ok() ? std::string("deadline exceeded before a connection was ready")
+                            : absl::StrCat("deadline exceeded waiting for a connection; last "
+                                           "error: ",
+                                           a.last.message()));
+}
+
+// The lease failed: another address, a wait (wait_for_ready) or the end.
+Task<Step> OnLeaseFailed(Attempt& a, absl::Status error) {
+  a.last = std::move(error);
+  a.st.RequestReresolution();
+  // The address just failed (its record is now TRANSIENT_FAILURE): like
+  // gRPC's pickers, try another address before failing the call.
+  if (a.number < channel::kMaxRepicks && a.st.AnotherUsable(a.index, a.sc)) co_return Step::kAgain;
+  if (!a.ctx->wait_for_ready() || a.last.code() == absl::StatusCode::kFailedPrecondition) {
+    co_return Fail(a, Status(StatusCode::UNAVAILABLE, std::string(a.last.message())));
+  }
+  // Wait for the address's backoff (shared by all threads) to allow a new
+  // attempt, or a little while, within the deadline.
+  TimePoint retry =
+      std::max(a.sc->record->next_attempt(), a.loop.Now() + channel::kMinLeaseRetryDelay);
+  co_await SleepUntil(a.loop, std::min(a.deadline, retry));
+  co_return Step::kAgain;
+}
+
+// One round of pick -> lease. kLeased: a.sc and a.lease are set.
+Task<Step> PickAndLease(Attempt& a) {
+  if (std::optional<Status> ended = Ended(a)) co_return Fail(a, *ended);
+  // Read before picking: once set, the list the pick sees is the
+  // resolver's answer (resolved_once is set after the list).
+  const bool resolved = a.st.resolved_once();
+  a.sc = a.st.Pick(a.index);
+  if (a.sc == nullptr) {
+    a.last = a.st.NoAddressError();
+    // Before the resolver's first answer every call waits (the channel is
+    // not failing, just starting); after a resolver error only
+    // wait_for_ready calls do.
+    if (!a.ctx->wait_for_ready() && resolved) co_return Fail(a, Status::FromAbsl(a.last));
+    co_await SleepUntil(a.loop, std::min(a.deadline, a.loop.Now() + channel::kNoAddressPoll));
+    co_return Step::kAgain;
+  }
+  // The warm path: a connection this thread has, with a free stream. No
+  // await, no timer.
+  absl::StatusOr<SubchannelLease> lease = a.sc->pool.TryAcquire();
+  if (!lease.ok()) {
+    // While the address backs off (for every thread), fail fast (or wait,
+    // if wait_for_ready): no dial, no waiting in the pool.
+    if (absl::Status backoff = a.sc->record->CheckBackoff(a.loop.Now()); !backoff.ok()) {
+      a.last = backoff;
+      // Picked while another thread's dial was failing: another address
+      // that is READY or connecting takes the call (a fail-fast call fails
+      // only when there is none).
+      if (a.number < channel::kMaxRepicks && a.st.AnotherUsable(a.index, a.sc)) {
+        co_return Step::kAgain;
+      }
+      if (!a.ctx->wait_for_ready()) co_return Fail(a, Status::FromAbsl(backoff));
+      co_await SleepUntil(a.loop, std::min(a.deadline, a.sc->record->next_attempt()));
+      co_return Step::kAgain;
+    }
+    Duration left = a.deadline == TimePoint::max() ? Duration(std::chrono::hours(24 * 365))
+                                                   : a.deadline - a.loop.Now();
+    std::optional<absl::StatusOr<SubchannelLease>> waited =
+        co_await runtime::WithTimeout<absl::StatusOr<SubchannelLease>>(
+            a.loop, channel::Acquire(a.sc->pool), left);
+    if (!waited) co_return Step::kAgain;  // the deadline check reports it
+    lease = std::move(*waited);
+  }
+  if (!lease.ok() && a.sc->pool.closed() && a.number < channel::kMaxClosedPoolRepicks) {
+    // A resolver update dropped this address after the pick (the fault
+    // suite's flapping test): pick again once this thread has the new list.
+    co_await SleepUntil(a.loop,
+                        std::min(a.deadline, a.loop.Now() + channel::kClosedPoolRepickDelay));
+    co_return Step::kAgain;
+  }
+  if (!lease.ok()) co_return co_await OnLeaseFailed(a, lease.status());
+  a.lease = std::move(*lease);
+  co_return Step::kLeased;
+}
+
+}  // namespace
+
+// Cancel() from any thread reaches the call on its loop from now on (or
+// cancels it at once if it came first).
+void CallOpener::RegisterCancel(ClientCall::Impl& impl) {
+  CancelState& cancel = *impl.cancel_state;
+  std::lock_guard<std::mutex> lock(cancel.mu);
+  if (cancel.cancelled) {
+    impl.call->Cancel();
+    return;
+  }
+  cancel.running = impl.alive;
+  cancel.cancel_running = [](const std::shared_ptr<void>& running) {
+    auto target = std::static_pointer_cast<ClientCall::Impl::CancelTarget>(running);
+    std::weak_ptr<ClientCall::Impl::CancelTarget> weak = target;
+    target->loop->Post([weak] {
+      if (auto t = weak.lock(); t && t->call) t->call->Cancel();
+    });
+  };
+}
+
 Task<std::unique_ptr<ClientCall>> CallOpener::Open(
     std::shared_ptr<channel::ChannelState> self, const std::string& method, ClientContext* ctx,
     Status* out) {
-  using namespace channel;  // NOLINT: the channel core's vocabulary
   ChannelState& st = *self;
   if (ctx == nullptr) {
     *out = Status(StatusCode::INVALID_ARGUMENT, "the call's ClientContext is null");
@@ -193,100 +347,31 @@ Task<std::unique_ptr<ClientCall>> CallOpener::Open(
     co_return nullptr;
   }
   runtime::EventLoop& loop = st.cq()->loop(*index);
-  const TimePoint deadline =
-      ctx->deadline() ? ToLoopTime(*ctx->deadline(), loop.Now()) : TimePoint::max();
-  auto cancel_state = CallAccess::cancel(*ctx);
-  transport::Metadata md(CallAccess::metadata(*ctx).begin(),
-                         CallAccess::metadata(*ctx).end());
-  absl::Status last = absl::OkStatus();
-  for (int attempt = 0;; ++attempt) {
-    {
-      std::lock_guard<std::mutex> lock(cancel_state->mu);
-      if (cancel_state->cancelled) {
-        *out = Status(StatusCode::CANCELLED, "cancelled before the call started");
-        co_return nullptr;
-      }
+  Attempt a{.st = st,
+            .index = *index,
+            .loop = loop,
+            .ctx = ctx,
+            .deadline = ctx->deadline() ? channel::ToLoopTime(*ctx->deadline(), loop.Now())
+                                        : TimePoint::max(),
+            .cancel = CallAccess::cancel(*ctx)};
+  transport::Metadata md(CallAccess::metadata(*ctx).begin(), CallAccess::metadata(*ctx).end());
+  for (;; ++a.number) {
+    switch (co_await PickAndLease(a)) {
+      case Step::kAgain: continue;
+      case Step::kFail: *out = std::move(a.failure); co_return nullptr;
+      case Step::kLeased: break;
     }
-    if (loop.Now() >= deadline) {
-      *out = Status(StatusCode::DEADLINE_EXCEEDED,
-                    last.ok() ? std::string("deadline exceeded before a connection was ready")
-                              : absl::StrCat("deadline exceeded waiting for a connection; last "
-                                             "error: ", last.message()));
-      co_return nullptr;
-    }
-    // Read before picking: once set, the list the pick sees is the
-    // resolver's answer (resolved_once is set after the list).
-    const bool resolved = st.resolved_once();
-    std::shared_ptr<Subchannel> sc = st.Pick(*index);
-    if (sc == nullptr) {
-      last = st.NoAddressError();
-      // Before the resolver's first answer every call waits (the channel is
-      // not failing, just starting); after a resolver error only
-      // wait_for_ready calls do.
-      if (!ctx->wait_for_ready() && resolved) {
-        *out = Status::FromAbsl(last);
-        co_return nullptr;
-      }
-      co_await SleepUntil(loop, std::min(deadline, loop.Now() + milliseconds(20)));
-      continue;
-    }
-    // The warm path: a connection this thread has, with a free stream. No
-    // await, no timer.
-    std::optional<absl::StatusOr<SubchannelLease>> lease = sc->pool.TryAcquire();
-    if (!lease->ok()) {
-      // While the address backs off (for every thread), fail fast (or wait,
-      // if wait_for_ready): no dial, no waiting in the pool.
-      if (absl::Status backoff = sc->record->CheckBackoff(loop.Now()); !backoff.ok()) {
-        last = backoff;
-        // Picked while another thread's dial was failing: another address
-        // that is READY or connecting takes the call (a fail-fast call
-        // fails only when there is none).
-        if (attempt < kMaxRepicks && st.AnotherUsable(*index, sc)) continue;
-        if (!ctx->wait_for_ready()) {
-          *out = Status::FromAbsl(backoff);
-          co_return nullptr;
-        }
-        co_await SleepUntil(loop, std::min(deadline, sc->record->next_attempt()));
-        continue;
-      }
-      Duration left = deadline == TimePoint::max() ? Duration(std::chrono::hours(24 * 365))
-                                                   : deadline - loop.Now();
-      lease = co_await runtime::WithTimeout<absl::StatusOr<SubchannelLease>>(
-          loop, Acquire(sc->pool), left);
-      if (!lease) continue;  // the deadline check above reports it
-    }
-    if (!lease->ok() && sc->pool.closed() && attempt < kMaxClosedPoolRepicks) {
-      // A resolver update dropped this address after the pick (the fault
-      // suite's flapping test): pick again once this thread has the new list.
-      co_await SleepUntil(loop, std::min(deadline, loop.Now() + milliseconds(1)));
-      continue;
-    }
-    if (!lease->ok()) {
-      last = lease->status();
-      st.RequestReresolution();
-      // The address just failed (its record is now TRANSIENT_FAILURE): like
-      // gRPC's pickers, try another address before failing the call.
-      if (attempt < kMaxRepicks && st.AnotherUsable(*index, sc)) continue;
-      if (!ctx->wait_for_ready() || last.code() == absl::StatusCode::kFailedPrecondition) {
-        *out = Status(StatusCode::UNAVAILABLE, std::string(last.message()));
-        co_return nullptr;
-      }
-      // Wait for the address's backoff (shared by all threads) to allow a
-      // new attempt, or a little while, within the deadline.
-      TimePoint retry = std::max(sc->record->next_attempt(), loop.Now() + milliseconds(5));
-      co_await SleepUntil(loop, std::min(deadline, retry));
-      continue;
-    }
-    SubchannelLease leased = std::move(**lease);
-    absl::StatusOr<std::unique_ptr<transport::Call>> call =
-        (*leased)->StartCall({.path = method,
-                              .deadline = deadline == TimePoint::max()
-                                              ? std::nullopt
-                                              : std::optional<TimePoint>(deadline),
-                              .metadata = md});
+    SubchannelLease leased = std::move(*a.lease);
+    a.lease.reset();
+    absl::StatusOr<std::unique_ptr<transport::Call>> call = (*leased)->StartCall(
+        {.path = method,
+         .deadline = a.deadline == TimePoint::max() ? std::nullopt
+                                                    : std::optional<TimePoint>(a.deadline),
+         .metadata = md});
     if (!call.ok()) {
-      last = call.status();
-      if (call.status().code() == absl::StatusCode::kUnavailable && attempt < kMaxStartRetries) {
+      a.last = call.status();
+      if (call.status().code() == absl::StatusCode::kUnavailable &&
+          a.number < channel::kMaxStartRetries) {
         leased.Poison();  // closed or draining: never lease it again
         continue;
       }
@@ -297,27 +382,13 @@ Task<std::unique_ptr<ClientCall>> CallOpener::Open(
     impl->channel = self;
     impl->loop = &loop;
     impl->ctx = ctx;
-    impl->cancel_state = cancel_state;
-    impl->sc = sc;
+    impl->cancel_state = a.cancel;
+    impl->sc = a.sc;
     impl->lease = std::move(leased);
     impl->call = std::move(*call);
     impl->alive = std::make_shared<ClientCall::Impl::CancelTarget>(
         ClientCall::Impl::CancelTarget{impl->call.get(), &loop});
-    {
-      std::lock_guard<std::mutex> lock(cancel_state->mu);
-      if (cancel_state->cancelled) {
-        impl->call->Cancel();
-      } else {
-        cancel_state->running = impl->alive;
-        cancel_state->cancel_running = [](const std::shared_ptr<void>& running) {
-          auto target = std::static_pointer_cast<ClientCall::Impl::CancelTarget>(running);
-          std::weak_ptr<ClientCall::Impl::CancelTarget> weak = target;
-          target->loop->Post([weak] {
-            if (auto t = weak.lock(); t && t->call) t->call->Cancel();
-          });
-        };
-      }
-    }
+    RegisterCancel(*impl);
     *out = Status();
     co_return std::unique_ptr<ClientCall>(new ClientCall(std::move(impl)));
   }
