@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/mutex.h"
 #include "client/runtime/event_loop.h"
 
 namespace ringrpc {
@@ -41,13 +42,15 @@ class ReactorCore : public std::enable_shared_from_this<ReactorCore> {
   // Any thread. From a reaction (the loop's own thread) the operation is
   // started at once, so OnDone cannot slip in before it.
   void Submit(Op op) {
-    std::unique_lock<std::mutex> lock(mu_);
-    if (loop_ == nullptr) {
-      pending_.push_back(std::move(op));
-      return;
+    runtime::EventLoop* loop;
+    {
+      MutexLock lock(&mu_);
+      if (loop_ == nullptr) {
+        pending_.push_back(std::move(op));
+        return;
+      }
+      loop = loop_;
     }
-    runtime::EventLoop* loop = loop_;
-    lock.unlock();
     if (loop == runtime::EventLoop::Current()) {
       Apply(std::move(op));
       return;
@@ -60,7 +63,7 @@ class ReactorCore : public std::enable_shared_from_this<ReactorCore> {
   // Any thread.
   void StartCall() {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       if (started_) return;
       started_ = true;
     }
@@ -95,8 +98,8 @@ class ReactorCore : public std::enable_shared_from_this<ReactorCore> {
   Task<void> Run(std::shared_ptr<ReactorCore> self) {
     std::vector<Op> early;
     {
-      std::lock_guard<std::mutex> lock(mu_);
-      loop_ = runtime::EventLoop::Current();
+      MutexLock lock(&mu_);
+      loop_ = run_loop_ = runtime::EventLoop::Current();
       early = std::move(pending_);
     }
     for (Op& op : early) Apply(std::move(op));  // held until the call is open
@@ -115,8 +118,8 @@ class ReactorCore : public std::enable_shared_from_this<ReactorCore> {
       // OnDone must not run while the response reader is still to come.
       const bool read_response = kind_ == ReactorKind::kClientStreaming;
       running_ += read_response ? 2 : 1;
-      loop_->Spawn(Finisher(self));
-      if (read_response) loop_->Spawn(ReadResponse(self));
+      run_loop_->Spawn(Finisher(self));
+      if (read_response) run_loop_->Spawn(ReadResponse(self));
     }
     for (Op& op : std::exchange(before_open_, {})) Apply(std::move(op));
     PumpWrites();
@@ -152,7 +155,7 @@ class ReactorCore : public std::enable_shared_from_this<ReactorCore> {
     ++running_;
     google::protobuf::MessageLite* out = reads_.front();
     reads_.pop_front();
-    loop_->Post([self = shared_from_this(), out] { self->loop_->Spawn(self->ReadOne(self, out)); });
+    run_loop_->Post([self = shared_from_this(), out] { self->run_loop_->Spawn(self->ReadOne(self, out)); });
   }
 
   void PumpWrites() {
@@ -160,7 +163,7 @@ class ReactorCore : public std::enable_shared_from_this<ReactorCore> {
     writing_ = true;
     ++running_;
     // The operation stays at the queue's head until WriteOne takes it.
-    loop_->Post([self = shared_from_this()] { self->loop_->Spawn(self->WriteOne(self)); });
+    run_loop_->Post([self = shared_from_this()] { self->run_loop_->Spawn(self->WriteOne(self)); });
   }
 
   Task<void> ReadOne(std::shared_ptr<ReactorCore> self,
@@ -263,12 +266,13 @@ class ReactorCore : public std::enable_shared_from_this<ReactorCore> {
   std::string request_;
   google::protobuf::MessageLite* response_ = nullptr;
 
-  std::mutex mu_;
-  runtime::EventLoop* loop_ = nullptr;  // set once, under mu_, on the loop
-  bool started_ = false;
-  std::vector<Op> pending_;  // before the loop is known
+  Mutex mu_;
+  runtime::EventLoop* loop_ ABSL_GUARDED_BY(mu_) = nullptr;  // set once, on the loop
+  bool started_ ABSL_GUARDED_BY(mu_) = false;
+  std::vector<Op> pending_ ABSL_GUARDED_BY(mu_);  // before the loop is known
 
   // The loop's thread only.
+  runtime::EventLoop* run_loop_ = nullptr;  // loop_, for the code running there
   std::unique_ptr<ClientCall> call_;
   bool opened_ = false;
   std::vector<Op> before_open_;

@@ -121,7 +121,7 @@ struct ClientCall::Impl {
 
   ~Impl() {
     if (cancel_state != nullptr) {
-      std::lock_guard<std::mutex> lock(cancel_state->mu);
+      MutexLock lock(&cancel_state->mu);
       // Only our own registration: a reused context may already carry the
       // next call's.
       const std::weak_ptr<void>& r = cancel_state->running;
@@ -171,7 +171,7 @@ bool ClientCall::PublishInitialMetadata() {
 }
 
 Task<Status> ClientCall::Finish() {
-  co_await impl_->call->Finish();
+  (void)co_await impl_->call->Finish();  // FinishNow() reads the status
   co_return FinishNow();
 }
 
@@ -223,7 +223,7 @@ Step Fail(Attempt& a, Status s) {
 // The call may still start: not cancelled, deadline not passed.
 std::optional<Status> Ended(Attempt& a) {
   {
-    std::lock_guard<std::mutex> lock(a.cancel->mu);
+    MutexLock lock(&a.cancel->mu);
     if (a.cancel->cancelled) return Status(StatusCode::CANCELLED, "cancelled before the call started");
   }
   if (a.loop.Now() < a.deadline) return std::nullopt;
@@ -312,7 +312,7 @@ Task<Step> PickAndLease(Attempt& a) {
 // cancels it at once if it came first).
 void CallOpener::RegisterCancel(ClientCall::Impl& impl) {
   CancelState& cancel = *impl.cancel_state;
-  std::lock_guard<std::mutex> lock(cancel.mu);
+  MutexLock lock(&cancel.mu);
   if (cancel.cancelled) {
     impl.call->Cancel();
     return;

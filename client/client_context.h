@@ -21,6 +21,8 @@
 #include <utility>
 #include <vector>
 
+#include "base/mutex.h"
+
 namespace ringrpc {
 
 namespace internal {
@@ -28,11 +30,11 @@ class CallAccess;
 // Links a context to the call running for it, so TryCancel can reach the
 // call's CQ thread.
 struct CancelState {
-  std::mutex mu;
-  bool cancelled = false;
+  Mutex mu;
+  bool cancelled ABSL_GUARDED_BY(mu) = false;
   // The running call, and how to cancel it (posts to the call's loop).
-  std::weak_ptr<void> running;
-  void (*cancel_running)(const std::shared_ptr<void>& call) = nullptr;
+  std::weak_ptr<void> running ABSL_GUARDED_BY(mu);
+  void (*cancel_running)(const std::shared_ptr<void>& call) ABSL_GUARDED_BY(mu) = nullptr;
 };
 }  // namespace internal
 
@@ -61,7 +63,7 @@ class ClientContext {
     std::shared_ptr<void> running;
     void (*cancel)(const std::shared_ptr<void>&) = nullptr;
     {
-      std::lock_guard<std::mutex> lock(cancel_->mu);
+      MutexLock lock(&cancel_->mu);
       cancel_->cancelled = true;
       running = cancel_->running.lock();
       cancel = cancel_->cancel_running;

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs every test: the whole suite in the default configuration (optimised,
 # debug info), again under ASAN+UBSAN, the concurrent tests (tag "tsan")
-# under ThreadSanitizer, and a separate workspace that uses ringrpc as a
-# dependency. Installs the Debian packages it lacks first.
+# under ThreadSanitizer, a separate workspace that uses ringrpc as a
+# dependency, the layer check (docs/architecture.md's map against the Bazel
+# graph) and a clang build of the library with -Wthread-safety as errors. Installs the Debian packages it lacks first.
 # Ends with the line "tests: N passed, M failed" (one count per test target
 # per configuration) and exits non-zero if anything failed or did not build.
 set -uo pipefail
@@ -36,16 +37,31 @@ run_config default //...
 run_config asan --config=asan //...
 run_config tsan --config=tsan --test_tag_filters=tsan //...
 
+# A check that is not a Bazel test: one pass or one failure, its output in
+# a log named after it.
+run_check() {
+  local name="$1"; shift
+  local log="$logdir/$name.log"
+  echo "== $name: $1 ..."
+  if "$@" > "$log" 2>&1; then
+    echo "== $name: 1 passed, 0 failed"
+    total_pass=$((total_pass + 1))
+  else
+    tail -20 "$log"
+    echo "== $name: 0 passed, 1 failed (log $log)"
+    total_fail=$((total_fail + 1))
+  fi
+}
+
+run_check layers tools/check-layers.sh
+# Library targets only: the analysis is about the library's locks.
+libs=$(bazel query --noshow_progress \
+  'attr(testonly, 0, kind("cc_library", //base/... + //pool/... + //client/...))' 2>/dev/null)
+run_check threadsafety bazel build --config=threadsafety $libs
+
 # A separate user workspace that depends on ringrpc through
 # local_repository and ringrpc_cc_library (README.md), built and run.
-echo "== external workspace: tests/external_workspace/run.sh"
-if tests/external_workspace/run.sh > "$logdir/external.log" 2>&1; then
-  echo "== external workspace: 1 passed, 0 failed"
-  total_pass=$((total_pass + 1))
-else
-  echo "== external workspace: 0 passed, 1 failed (log $logdir/external.log)"
-  total_fail=$((total_fail + 1))
-fi
+run_check external-workspace tests/external_workspace/run.sh
 
 [ "$total_fail" -ne 0 ] && status=1
 echo "tests: $total_pass passed, $total_fail failed"

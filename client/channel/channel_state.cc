@@ -14,14 +14,13 @@ namespace {
 
 using runtime::CqThreads;
 using runtime::EventLoop;
-using MutexLock = MutexLock;
 
 // The process-wide CQ threads: made on first use, gone with the last
 // channel that holds them.
 std::shared_ptr<CqThreads> SharedCqThreads(absl::Status* error) {
-  static std::mutex mu;
-  static std::weak_ptr<CqThreads> shared;
-  std::lock_guard<std::mutex> lock(mu);
+  static Mutex mu;
+  static std::weak_ptr<CqThreads> shared ABSL_GUARDED_BY(mu);
+  MutexLock lock(&mu);
   if (auto cq = shared.lock()) return cq;
   absl::StatusOr<std::unique_ptr<CqThreads>> cq = CqThreads::Start({});
   if (!cq.ok()) {
@@ -176,7 +175,7 @@ void ChannelState::OnResolverUpdate(absl::StatusOr<AddressList> update) {
     list_ = fresh;
     // Subchannels removed earlier whose connections are all gone: keep
     // their counters, drop them (a flapping resolver must not grow this).
-    std::erase_if(removed_, [&](const SubchannelPool& p) {
+    std::erase_if(removed_, [&](const SubchannelPool& p) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
       pool::PoolMetrics m = p.Metrics();
       if (m.live != 0 || m.leases != 0 || m.parked != 0) return false;
       gone_metrics_ += m;

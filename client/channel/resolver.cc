@@ -12,7 +12,7 @@ namespace ringrpc::channel {
 void ManualResolver::Start(ResolverListener listener) {
   std::optional<absl::StatusOr<AddressList>> pending;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     listener_ = std::move(listener);
     pending.swap(pending_);
   }
@@ -20,7 +20,7 @@ void ManualResolver::Start(ResolverListener listener) {
 }
 
 void ManualResolver::Push(absl::StatusOr<AddressList> update) {
-  std::lock_guard<std::mutex> lock(mu_);  // one listener call at a time
+  MutexLock lock(&mu_);  // one listener call at a time
   if (!listener_) {
     pending_ = std::move(update);
     return;
@@ -29,7 +29,7 @@ void ManualResolver::Push(absl::StatusOr<AddressList> update) {
 }
 
 void ManualResolver::Shutdown() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   listener_ = nullptr;
 }
 
@@ -39,38 +39,42 @@ DnsResolver::DnsResolver(std::string host, uint16_t port, Duration min_interval)
 DnsResolver::~DnsResolver() { Shutdown(); }
 
 void DnsResolver::Start(ResolverListener listener) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   listener_ = std::move(listener);
   requested_ = true;
   thread_ = std::thread([this] { Loop(); });
 }
 
 void DnsResolver::RequestReresolution() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   requested_ = true;
-  cv_.notify_one();
+  cv_.Signal();
 }
 
 void DnsResolver::Shutdown() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     stop_ = true;
-    cv_.notify_one();
+    cv_.Signal();
   }
   if (thread_.joinable()) thread_.join();
 }
 
 void DnsResolver::Loop() {
   auto last = Clock::now() - min_interval_;
-  std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
-    cv_.wait(lock, [&] { return stop_ || requested_; });
-    if (stop_) return;
-    // No more often than the minimum interval (waiting out the rest).
-    auto next = last + min_interval_;
-    if (Clock::now() < next && cv_.wait_until(lock, next, [&] { return stop_; })) return;
-    requested_ = false;
-    lock.unlock();
+    {
+      MutexLock lock(&mu_);
+      cv_.Wait(&mu_, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stop_ || requested_; });
+      if (stop_) return;
+      // No more often than the minimum interval (waiting out the rest).
+      auto next = last + min_interval_;
+      if (Clock::now() < next &&
+          cv_.WaitUntil(&mu_, next, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stop_; })) {
+        return;
+      }
+      requested_ = false;
+    }
     addrinfo hints{};
     hints.ai_family = AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
@@ -96,12 +100,13 @@ void DnsResolver::Loop() {
     }
     ++resolutions_;
     last = Clock::now();
-    lock.lock();
-    if (stop_) return;
-    ResolverListener listener = listener_;
-    lock.unlock();
+    ResolverListener listener;
+    {
+      MutexLock lock(&mu_);
+      if (stop_) return;
+      listener = listener_;
+    }
     listener(std::move(result));  // one call at a time: only this thread calls
-    lock.lock();
   }
 }
 

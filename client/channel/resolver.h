@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "base/mutex.h"
 #include "base/time.h"
 #include "client/transport/address.h"
 
@@ -64,9 +65,9 @@ class ManualResolver final : public Resolver {
   int reresolution_requests() const { return reresolution_requests_; }
 
  private:
-  std::mutex mu_;
-  ResolverListener listener_;
-  std::optional<absl::StatusOr<AddressList>> pending_;  // pushed before Start
+  Mutex mu_;
+  ResolverListener listener_ ABSL_GUARDED_BY(mu_);
+  std::optional<absl::StatusOr<AddressList>> pending_ ABSL_GUARDED_BY(mu_);  // pushed before Start
   std::atomic<int> reresolution_requests_{0};
 };
 
@@ -86,11 +87,11 @@ class DnsResolver final : public Resolver {
   const std::string host_;
   const uint16_t port_;
   const Duration min_interval_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool requested_ = false;
-  bool stop_ = false;
-  ResolverListener listener_;
+  Mutex mu_;
+  CondVar cv_;
+  bool requested_ ABSL_GUARDED_BY(mu_) = false;
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  ResolverListener listener_ ABSL_GUARDED_BY(mu_);
   std::thread thread_;
   std::atomic<int> resolutions_{0};
 };

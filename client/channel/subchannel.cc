@@ -13,7 +13,7 @@ void AddressRecord::Set(ConnectivityState s) {
 }
 
 absl::Status AddressRecord::CheckBackoff(TimePoint now) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (now >= next_attempt_) return absl::OkStatus();
   return absl::UnavailableError(absl::StrCat("backing off reconnecting to ", name_,
                                              " after: ", last_error_.message()));
@@ -23,13 +23,13 @@ absl::StatusOr<Duration> AddressRecord::MayDial(TimePoint now) {
   if (absl::Status s = CheckBackoff(now); !s.ok()) return s;
   attempts_.fetch_add(1);
   if (state() != ConnectivityState::kReady) Set(ConnectivityState::kConnecting);
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return backoff_.ConnectDeadline();
 }
 
 void AddressRecord::OnConnected() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     backoff_.Reset();
     next_attempt_ = TimePoint{};
   }
@@ -38,7 +38,7 @@ void AddressRecord::OnConnected() {
 
 void AddressRecord::OnConnectFailed(const absl::Status& error, TimePoint now) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     last_error_ = error;
     next_attempt_ = now + backoff_.NextDelay(pool::NextRandom(rng_));
   }
@@ -46,12 +46,12 @@ void AddressRecord::OnConnectFailed(const absl::Status& error, TimePoint now) {
 }
 
 absl::Status AddressRecord::last_error() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return last_error_;
 }
 
 TimePoint AddressRecord::next_attempt() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return next_attempt_;
 }
 
@@ -101,7 +101,7 @@ const char* RetireName(pool::RetireReason r) {
 // each event once: entries are counted, not repeated.
 void EventHub::Add(std::shared_ptr<SubchannelEventListener> l) {
   if (!l) return;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   for (auto& [listener, n] : listeners_) {
     if (listener == l) {
       ++n;
@@ -113,7 +113,7 @@ void EventHub::Add(std::shared_ptr<SubchannelEventListener> l) {
 
 void EventHub::Remove(const std::shared_ptr<SubchannelEventListener>& l) {
   if (!l) return;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   for (auto it = listeners_.begin(); it != listeners_.end(); ++it) {
     if (it->first == l) {
       if (--it->second == 0) listeners_.erase(it);
@@ -125,7 +125,7 @@ void EventHub::Remove(const std::shared_ptr<SubchannelEventListener>& l) {
 void EventHub::Emit(SubchannelEvent::Kind kind, std::string reason) {
   std::vector<std::shared_ptr<SubchannelEventListener>> to;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     for (auto& entry : listeners_) to.push_back(entry.first);
   }
   SubchannelEvent e{kind, address_, std::move(reason)};
@@ -156,7 +156,7 @@ absl::StatusOr<std::shared_ptr<Subchannel>> SubchannelRegistry::Attach(
     bool local, uint64_t seed, std::shared_ptr<SubchannelEventListener> listener) {
   std::string name = address.ToString();
   SharingKey key = SharingKey::Of(name, config, &cq);
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   std::shared_ptr<Subchannel> sc;
   if (!local) {
     for (auto& [k, s] : shared_) {
@@ -196,7 +196,7 @@ void SubchannelRegistry::Detach(const std::shared_ptr<Subchannel>& sc, runtime::
                                 const std::shared_ptr<SubchannelEventListener>& listener) {
   bool last;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     last = --sc->attachments == 0;
     if (last) {
       std::erase_if(shared_, [&](auto& entry) { return entry.second == sc; });
@@ -212,7 +212,7 @@ void SubchannelRegistry::Detach(const std::shared_ptr<Subchannel>& sc, runtime::
 }
 
 size_t SubchannelRegistry::shared_count() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return shared_.size();
 }
 

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "base/mutex.h"
 #include "base/task.h"
 #include "base/time.h"
 #include "client/channel/backoff.h"
@@ -58,11 +59,11 @@ class AddressRecord {
   const std::string name_;
   std::atomic<ConnectivityState> state_{ConnectivityState::kIdle};
   std::atomic<uint64_t> attempts_{0};
-  mutable std::mutex mu_;
-  ConnectionBackoff backoff_;
-  uint64_t rng_;
-  TimePoint next_attempt_{};
-  absl::Status last_error_;
+  mutable Mutex mu_;
+  ConnectionBackoff backoff_ ABSL_GUARDED_BY(mu_);
+  uint64_t rng_ ABSL_GUARDED_BY(mu_);
+  TimePoint next_attempt_ ABSL_GUARDED_BY(mu_){};
+  absl::Status last_error_ ABSL_GUARDED_BY(mu_);
 };
 
 // The pool's manager: dials the address on the calling CQ thread's loop.
@@ -105,8 +106,9 @@ class EventHub final : public pool::PoolObserver {
 
  private:
   const std::string address_;
-  std::mutex mu_;
-  std::vector<std::pair<std::shared_ptr<SubchannelEventListener>, int>> listeners_;
+  Mutex mu_;
+  std::vector<std::pair<std::shared_ptr<SubchannelEventListener>, int>> listeners_
+      ABSL_GUARDED_BY(mu_);
 };
 
 // Everything about an address's connections that shapes them: channels
@@ -152,8 +154,8 @@ class SubchannelRegistry {
   size_t shared_count();
 
  private:
-  std::mutex mu_;
-  std::vector<std::pair<SharingKey, std::shared_ptr<Subchannel>>> shared_;
+  Mutex mu_;
+  std::vector<std::pair<SharingKey, std::shared_ptr<Subchannel>>> shared_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace ringrpc::channel

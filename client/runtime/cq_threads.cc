@@ -4,6 +4,7 @@
 #include <future>
 #include <mutex>
 
+#include "base/mutex.h"
 #include "pool/thread_context.h"
 
 namespace ringrpc::runtime {
@@ -15,13 +16,13 @@ namespace {
 class Orphans {
  public:
   void Add(std::thread t) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     threads_.push_back(std::move(t));
   }
   void JoinAll() {
     std::vector<std::thread> threads;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       threads.swap(threads_);
     }
     for (std::thread& t : threads) {
@@ -34,8 +35,8 @@ class Orphans {
   }
 
  private:
-  std::mutex mu_;
-  std::vector<std::thread> threads_;
+  Mutex mu_;
+  std::vector<std::thread> threads_ ABSL_GUARDED_BY(mu_);
 };
 
 // Never destroyed: a CQ thread may still add itself while the process

@@ -59,7 +59,7 @@ class BadServerTest : public ::testing::Test {
       out.status = call.status();
       co_return out;
     }
-    co_await (*call)->Write("request");
+    (void)co_await (*call)->Write("request");  // Finish has the status
     (*call)->WritesDone();
     while (co_await (*call)->Read()) ++out.messages;
     out.status = co_await (*call)->Finish();

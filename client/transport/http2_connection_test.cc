@@ -267,7 +267,7 @@ TEST_P(TransportTest, CancelMidStreamEndsCancelledAndTheServerSeesIt) {
     req.set_count(1000);
     req.set_interval_ms(5);
     auto call = conn->StartCall({.path = kServerStream});
-    co_await (*call)->Write(req.SerializeAsString());
+    (void)co_await (*call)->Write(req.SerializeAsString());  // Finish has the status
     (*call)->WritesDone();
     for (int i = 0; i < n; ++i) co_await (*call)->Read();
     (*call)->Cancel();
@@ -334,7 +334,7 @@ TEST_P(TransportTest, ServerKilledMidCallIsUnavailablePromptly) {
   auto call = c->StartCall({.path = kUnary});
   ASSERT_TRUE(call.ok());
   auto run = [](Call* call, EchoRequest req) -> Task<absl::Status> {
-    co_await call->Write(req.SerializeAsString());
+    (void)co_await call->Write(req.SerializeAsString());  // Finish has the status
     call->WritesDone();
     co_return co_await call->Finish();
   };
