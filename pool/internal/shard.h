@@ -1,6 +1,12 @@
 // pool/internal/shard.h — one thread's share of a pool: its connections, its
 // free list, its budget and its waiters. Internal: users see Pool and Lease.
 //
+// This file holds the class, its state and its invariants; the member
+// functions live by concern in shard_leasing.h (acquire, return, take,
+// guards, slot bookkeeping), shard_waiters.h, shard_reaping.h (close,
+// expiry, the reaper) and shard_parking.h (the exchange), included at the
+// end.
+//
 // Threading: a Shard is created, used and destroyed on one thread (its
 // ThreadContext) and is never shared. Its state is plain fields; the only
 // atomics it touches are the pool's `closed` flag and generation (relaxed
@@ -185,214 +191,41 @@ class alignas(64) Shard final : public ShardBase {
 
   // The fast path: a connection with a free lease, leased without awaiting.
   // Null when none is ready (or the next idle one needs an async recycle).
-  SlotT* TryLeaseFast() {
-    AssertOwner();
-    while (!available_.empty()) {
-      SlotT* s = available_.back();
-      if constexpr (HasAsyncRecycle<M>) {
-        if (s->leases == 0) return nullptr;
-      }
-      if (RetireReason r = Check(s, s->leases == 0); r != RetireReason::kNone) {
-        Retire(s, r);
-        continue;
-      }
-      if constexpr (HasSyncRecycle<M>) {
-        if (s->leases == 0 && !manager_->Recycle(s->conn).ok()) {
-          counters_.recycle_failures.Add();
-          Retire(s, RetireReason::kRecycleFailed);
-          continue;
-        }
-      }
-      MakeLease(s);
-      return s;
-    }
-    return nullptr;
-  }
+  SlotT* TryLeaseFast();
 
   // Everything else: async recycle, exchange, dial, wait. Cancellation-safe
   // at every await: destroying the frame restores the shard (decision 0004).
-  Task<absl::StatusOr<SlotT*>> AcquireSlow() {
-    bool counted_wait = false;
-    for (;;) {
-      if (closed()) {
-        OnClose();
-        co_return ClosedError();
-      }
-      // 1. A connection with a free lease.
-      if (SlotT* s = TryLeaseFast()) co_return s;
-      if constexpr (HasAsyncRecycle<M>) {
-        if (!available_.empty()) {  // TryLeaseFast stopped at an idle one
-          SlotT* s = available_.back();
-          RecycleGuard guard(this, s);
-          absl::Status st = co_await manager_->Recycle(s->conn);
-          if (guard.Finish(st)) co_return s;
-          continue;
-        }
-      }
-      // 2. Budget: reserve it first, so one reservation covers the exchange
-      //    and the dial, and a cancelled await refunds it.
-      if (CanDial()) {
-        Reservation reservation(this);
-        if constexpr (CanDetach<M>) {
-          if (inner_->exchange) {
-            std::optional<Parked<Detached>> parked = PopUsableParked();
-            if (parked) {
-              AttachGuard attach_guard(this);
-              absl::StatusOr<Connection> c =
-                  co_await manager_->Attach(std::move(parked->detached));
-              attach_guard.armed = false;
-              if (c.ok()) {
-                parked->meta.last_used = Now();
-                SlotT* s = AddSlot(std::move(*c), parked->meta);
-                Note(PoolEventKind::kUnpark);
-                co_return Commit(reservation, s);
-              }
-              NoteRetire(RetireReason::kAttachFailed);
-              last_connect_error_ = c.status();
-            }
-          }
-        }
-        uint64_t generation = Generation();
-        absl::StatusOr<Connection> c = co_await manager_->Connect();
-        if (!c.ok()) {
-          Note(PoolEventKind::kConnectFailed);
-          last_connect_error_ = c.status();
-          co_return c.status();  // ~Reservation refunds the budget
-        }
-        last_connect_error_ = absl::OkStatus();
-        SlotT* s = AddSlot(std::move(*c), NewMeta(generation));
-        Note(PoolEventKind::kConnect);
-        co_return Commit(reservation, s);
-      }
-      // 3. At max_size (or max dials in flight): wait for a local return.
-      if (runtime() == nullptr) {
-        co_return absl::ResourceExhaustedError(absl::StrCat(
-            "pool: all ", size_, " connections of this thread are busy "
-            "(max_size ", config_.max_size,
-            ") and the thread has no runtime to wait on"));
-      }
-      if (!counted_wait) {
-        counters_.waits.Add();
-        counted_wait = true;
-      }
-      SlotT* granted = co_await WaitForSlot(this);
-      if (granted != nullptr) co_return granted;
-    }
-  }
+  Task<absl::StatusOr<SlotT*>> AcquireSlow();
 
   absl::Status ClosedError() const {
     return absl::UnavailableError("pool is closed");
   }
 
-  absl::Status TimeoutError(Duration timeout) {
-    counters_.timeouts.Add();
-    std::string msg = absl::StrCat(
-        "pool acquire timed out after ",
-        std::chrono::duration_cast<std::chrono::milliseconds>(timeout).count(),
-        "ms: ", slots_.size(), " connections busy, ", reserved_,
-        " dialling (max_size ", config_.max_size, ")");
-    if (!last_connect_error_.ok()) {
-      absl::StrAppend(&msg, "; last connect error: ",
-                      last_connect_error_.ToString());
-      return absl::UnavailableError(msg);
-    }
-    return absl::DeadlineExceededError(msg);
-  }
+  absl::Status TimeoutError(Duration timeout);
 
   // ---- return ------------------------------------------------------------
 
   // A lease ends. Synchronous: it runs in Lease's destructor.
-  void Return(SlotT* s, bool poisoned) {
-    AssertOwner();
-    RINGRPC_DCHECK(s->leases > 0);
-    --s->leases;
-    counters_.leases.Sub();
-    if (s->leases == 0) ++idle_;
-    // One clock read serves both the idle stamp and the expiry check.
-    TimePoint now{};
-    if (config_.NeedsClock()) s->meta.last_used = now = Now();
-    if (poisoned) {
-      counters_.poisoned.Add();
-      Retire(s, RetireReason::kPoisoned);
-      return;
-    }
-    if (closed()) {
-      Retire(s, RetireReason::kPoolClosed);
-      return;
-    }
-    if (s->retired != RetireReason::kNone) {
-      if (s->leases == 0) Destroy(s);
-      return;
-    }
-    if (RetireReason r =
-            CheckRetirement(s->meta, config_, now, Generation(), false);
-        r != RetireReason::kNone) {
-      Retire(s, r);
-      return;
-    }
-    ServeWaiters(s);
-    if (s->leases == 0 && waiters_.empty() && TryPark(s)) return;
-    if (s->leases < s->capacity) MakeAvailable(s);
-  }
+  void Return(SlotT* s, bool poisoned);
 
   // Hands the connection out of the pool for good. Only the sole lease
   // holder may take it.
-  absl::StatusOr<Connection> Take(SlotT* s) {
-    AssertOwner();
-    if (s->leases != 1) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "Lease::Take: the connection has ", s->leases - 1,
-          " other active leases; only the sole lease holder may take it"));
-    }
-    std::unique_ptr<SlotT> owned = RemoveSlot(s);
-    counters_.leases.Sub();
-    counters_.live.Sub();
-    counters_.taken.Add();
-    OnBudgetFreed();
-    return std::move(owned->conn);
-  }
+  absl::StatusOr<Connection> Take(SlotT* s);
 
   // ---- close, invalidate, reaper -------------------------------------------
 
   // Retires every connection of this shard (leased ones when they return)
   // and wakes every waiter to see the pool closed.
-  void OnClose() {
-    AssertOwner();
-    std::vector<SlotT*> all;
-    for (auto& s : slots_) all.push_back(s.get());
-    for (SlotT* s : all) Retire(s, RetireReason::kPoolClosed);
-    while (!waiters_.empty()) Wake(waiters_.front(), nullptr);
-  }
+  void OnClose();
 
   // Retires what has expired. Called by the reaper each tick.
-  void ReapExpired() {
-    std::vector<SlotT*> all;
-    for (auto& s : slots_) all.push_back(s.get());
-    for (SlotT* s : all) {
-      if (s->retired != RetireReason::kNone) continue;
-      if (RetireReason r = Check(s, s->leases == 0); r != RetireReason::kNone) {
-        Retire(s, r);
-      }
-    }
-    ParkIdle();
-  }
+  void ReapExpired();
 
   // Offers the idle connections over min_idle to the exchange, so a shard
   // that went quiet lends its connections to busy threads. One the manager
   // finds not Parkable() yet is told to Quiesce() for the next tick (only
   // here: a connection returned between two calls is never disturbed).
-  void ParkIdle() {
-    if (!inner_->exchange || !waiters_.empty()) return;
-    std::vector<SlotT*> idle;
-    for (auto& s : slots_) {
-      if (s->leases == 0 && s->retired == RetireReason::kNone) idle.push_back(s.get());
-    }
-    for (SlotT* s : idle) {
-      if (idle_ <= config_.min_idle) break;
-      if (TryPark(s)) continue;
-      if constexpr (HasQuiesce<M>) manager_->Quiesce(s->conn);
-    }
-  }
+  void ParkIdle();
 
   // ---- introspection -----------------------------------------------------
 
@@ -477,354 +310,73 @@ class alignas(64) Shard final : public ShardBase {
     Waiter* front() const { return head; }
   };
 
-  class WaitForSlot {
-   public:
-    explicit WaitForSlot(Shard* shard) { w_.shard = shard; }
-    WaitForSlot(const WaitForSlot&) = delete;
-    WaitForSlot& operator=(const WaitForSlot&) = delete;
-    ~WaitForSlot() {
-      Shard* s = w_.shard;
-      if (w_.wake_timer != 0) s->runtime()->CancelTimer(w_.wake_timer);
-      if (w_.linked) s->Unlink(&w_);
-      if (w_.granted != nullptr) {  // cancelled after the handoff
-        --s->granted_;
-        s->UndoLease(w_.granted);
-      }
-    }
-    bool await_ready() noexcept { return false; }
-    void await_suspend(std::coroutine_handle<> h) {
-      w_.handle = h;
-      w_.shard->Link(&w_);
-    }
-    SlotT* await_resume() noexcept {
-      if (w_.granted != nullptr) --w_.shard->granted_;
-      return std::exchange(w_.granted, nullptr);
-    }
+  class WaitForSlot;
 
-   private:
-    Waiter w_;
-  };
-
-  void Link(Waiter* w) {
-    w->prev = waiters_.tail;
-    w->next = nullptr;
-    if (waiters_.tail) waiters_.tail->next = w; else waiters_.head = w;
-    waiters_.tail = w;
-    w->linked = true;
-    ++waiter_count_;
-  }
-  void Unlink(Waiter* w) {
-    if (w->prev) w->prev->next = w->next; else waiters_.head = w->next;
-    if (w->next) w->next->prev = w->prev; else waiters_.tail = w->prev;
-    w->prev = w->next = nullptr;
-    w->linked = false;
-    --waiter_count_;
-  }
+  void Link(Waiter* w);
+  void Unlink(Waiter* w);
   // Unlinks `w` and resumes it on the next loop turn, holding `granted` (a
   // lease already made) or nothing.
-  void Wake(Waiter* w, SlotT* granted) {
-    Unlink(w);
-    w->granted = granted;
-    if (granted != nullptr) ++granted_;
-    w->wake_timer = runtime()->ScheduleTimer(runtime()->Now(), w);
-  }
+  void Wake(Waiter* w, SlotT* granted);
 
   // Gives free leases of `s` to waiters, oldest first.
-  void ServeWaiters(SlotT* s) {
-    while (!waiters_.empty() && Leasable(s)) {
-      MakeLease(s);
-      Wake(waiters_.front(), s);
-    }
-  }
+  void ServeWaiters(SlotT* s);
 
   // Budget or a dial slot came free: let the oldest waiter dial.
-  void OnBudgetFreed() {
-    if (dying_ || waiters_.empty()) return;
-    if (closed()) {
-      while (!waiters_.empty()) Wake(waiters_.front(), nullptr);
-    } else if (CanDial()) {
-      Wake(waiters_.front(), nullptr);
-    }
-  }
+  void OnBudgetFreed();
 
   // ---- guards (cancellation safety) ---------------------------------------
 
   // Budget held across the awaits of a dial. Destroyed armed (the dial
   // failed or its frame was destroyed) it refunds the budget.
-  class Reservation {
-   public:
-    explicit Reservation(Shard* s) : s_(s) {
-      ++s_->size_;
-      ++s_->reserved_;
-      ++s_->connecting_;
-    }
-    Reservation(const Reservation&) = delete;
-    Reservation& operator=(const Reservation&) = delete;
-    ~Reservation() {
-      if (!armed_) return;
-      --s_->reserved_;
-      --s_->connecting_;
-      --s_->size_;
-      s_->OnBudgetFreed();
-    }
-    // The budget is now backed by a connection.
-    void Disarm() {
-      armed_ = false;
-      --s_->reserved_;
-      --s_->connecting_;
-    }
-
-   private:
-    Shard* s_;
-    bool armed_ = true;
-  };
+  class Reservation;
 
   // A popped parked connection is owned by the Attach frame; if that frame
   // is destroyed the connection dies with it and is counted here.
-  struct AttachGuard {
-    explicit AttachGuard(Shard* s) : s(s) { s->counters_.attaching.Add(); }
-    ~AttachGuard() {
-      s->counters_.attaching.Sub();
-      if (armed) s->NoteRetire(RetireReason::kAttachFailed);
-    }
-    Shard* s;
-    bool armed = true;
-  };
+  struct AttachGuard;
 
   // An idle connection out on an async recycle holds a placeholder lease so
   // nobody else takes it. Cancelled, it goes back exactly as it was.
-  class RecycleGuard {
-   public:
-    RecycleGuard(Shard* s, SlotT* slot) : s_(s), slot_(slot) {
-      s_->RemoveAvailable(slot_);
-      slot_->leases = 1;
-      --s_->idle_;
-      ++s_->recycling_;
-    }
-    RecycleGuard(const RecycleGuard&) = delete;
-    RecycleGuard& operator=(const RecycleGuard&) = delete;
-    ~RecycleGuard() {
-      if (!armed_) return;
-      Restore();
-      // Retired while out (close, reaper): it goes now that it is idle.
-      if (slot_->retired != RetireReason::kNone) {
-        s_->Destroy(slot_);
-        return;
-      }
-      s_->ServeWaiters(slot_);
-      if (slot_->leases < slot_->capacity) s_->MakeAvailable(slot_);
-    }
-    // True: `slot` is leased to the caller. False: it was retired.
-    bool Finish(const absl::Status& st) {
-      armed_ = false;
-      Restore();
-      if (slot_->retired != RetireReason::kNone) {
-        s_->Destroy(slot_);
-        return false;
-      }
-      if (!st.ok()) {
-        s_->counters_.recycle_failures.Add();
-        s_->Retire(slot_, RetireReason::kRecycleFailed);
-        return false;
-      }
-      if (s_->closed()) {
-        s_->Retire(slot_, RetireReason::kPoolClosed);
-        return false;
-      }
-      if (RetireReason r = s_->Check(slot_, true); r != RetireReason::kNone) {
-        s_->Retire(slot_, r);
-        return false;
-      }
-      s_->MakeLease(slot_);
-      return true;
-    }
-
-   private:
-    void Restore() {
-      slot_->leases = 0;
-      ++s_->idle_;
-      --s_->recycling_;
-    }
-    Shard* s_;
-    SlotT* slot_;
-    bool armed_ = true;
-  };
+  class RecycleGuard;
 
   // ---- slot bookkeeping ----------------------------------------------------
 
-  SlotT* Commit(Reservation& reservation, SlotT* s) {
-    reservation.Disarm();
-    MakeLease(s);
-    ServeWaiters(s);
-    if (s->leases < s->capacity) MakeAvailable(s);
-    OnBudgetFreed();  // a dial slot came free
-    return s;
-  }
+  SlotT* Commit(Reservation& reservation, SlotT* s);
 
-  SlotT* AddSlot(Connection&& conn, const SlotMeta& meta) {
-    auto slot = std::make_unique<SlotT>(SlotT{std::move(conn), meta});
-    uint32_t capacity = config_.max_leases_per_connection;
-    if constexpr (HasCapacity<M>) {
-      capacity = std::min<uint32_t>(capacity, manager_->Capacity(slot->conn));
-      capacity = std::max<uint32_t>(capacity, 1);
-    }
-    slot->capacity = capacity;
-    slot->index = slots_.size();
-    slot->id = ++next_slot_id_;
-    ++idle_;
-    counters_.live.Add();
-    slots_.push_back(std::move(slot));
-    return slots_.back().get();
-  }
+  SlotT* AddSlot(Connection&& conn, const SlotMeta& meta);
 
   // Takes `s` out of the shard (budget included); the caller owns it.
-  std::unique_ptr<SlotT> RemoveSlot(SlotT* s) {
-    RemoveAvailable(s);
-    if (s->leases == 0) --idle_;
-    --size_;
-    size_t i = s->index;
-    std::unique_ptr<SlotT> owned = std::move(slots_[i]);
-    if (i + 1 != slots_.size()) {
-      slots_[i] = std::move(slots_.back());
-      slots_[i]->index = i;
-    }
-    slots_.pop_back();
-    return owned;
-  }
+  std::unique_ptr<SlotT> RemoveSlot(SlotT* s);
 
   // The one destroy path, so counters cannot drift.
-  void Destroy(SlotT* s) {
-    RINGRPC_DCHECK(s->leases == 0);
-    RINGRPC_DCHECK(s->retired != RetireReason::kNone);
-    std::unique_ptr<SlotT> owned = RemoveSlot(s);
-    NoteRetire(owned->retired);
-    counters_.live.Sub();
-    manager_->Disconnect(std::move(owned->conn));
-    OnBudgetFreed();
-  }
+  void Destroy(SlotT* s);
 
   // Marks `s` retired (the first reason sticks); destroys it once idle.
-  void Retire(SlotT* s, RetireReason r) {
-    if (s->retired == RetireReason::kNone) s->retired = r;
-    RemoveAvailable(s);
-    if (s->leases == 0) Destroy(s);
-  }
+  void Retire(SlotT* s, RetireReason r);
 
-  void MakeLease(SlotT* s) {
-    RINGRPC_DCHECK(s->retired == RetireReason::kNone);
-    if (s->leases == 0) --idle_;
-    ++s->leases;
-    ++s->meta.uses;
-    counters_.leases.Add();
-    counters_.acquires.Add();
-    if (s->leases >= s->capacity) RemoveAvailable(s);
-  }
+  void MakeLease(SlotT* s);
 
   // Reverses MakeLease for a grant whose waiter was cancelled before it ran,
   // then returns the lease.
-  void UndoLease(SlotT* s) {
-    --s->meta.uses;
-    counters_.acquires.Sub();
-    Return(s, false);
-  }
+  void UndoLease(SlotT* s);
 
-  bool Leasable(SlotT* s) {
-    return s->retired == RetireReason::kNone && s->leases < s->capacity &&
-           Check(s, false) == RetireReason::kNone;
-  }
+  bool Leasable(SlotT* s);
 
-  void MakeAvailable(SlotT* s) {
-    if (s->in_available) return;
-    s->in_available = true;
-    available_.push_back(s);
-  }
-  void RemoveAvailable(SlotT* s) {
-    if (!s->in_available) return;
-    s->in_available = false;
-    if (available_.back() == s) {
-      available_.pop_back();
-    } else {
-      available_.erase(std::find(available_.begin(), available_.end(), s));
-    }
-  }
+  void MakeAvailable(SlotT* s);
+  void RemoveAvailable(SlotT* s);
 
   // ---- exchange ------------------------------------------------------------
 
   // Offers an idle connection to the exchange when this shard has more idle
   // than min_idle. True when the connection left the shard.
-  bool TryPark(SlotT* s) {
-    if constexpr (CanDetach<M>) {
-      if (!inner_->exchange || idle_ <= config_.min_idle) return false;
-      if constexpr (HasParkable<M>) {
-        if (!manager_->Parkable(s->conn)) return false;  // not yet
-      }
-      if (!inner_->exchange->TryAdmit()) return false;  // full: refused
-      std::unique_ptr<SlotT> owned = RemoveSlot(s);
-      counters_.live.Sub();
-      absl::StatusOr<Detached> d = manager_->Detach(std::move(owned->conn));
-      if (d.ok()) {
-        inner_->exchange->Push(
-            Parked<Detached>{std::move(*d), owned->meta, Now()});
-        Note(PoolEventKind::kPark);
-      } else {
-        inner_->exchange->CancelAdmit();
-        NoteRetire(RetireReason::kDetachFailed);
-      }
-      OnBudgetFreed();
-      return true;
-    } else {
-      (void)s;
-      return false;
-    }
-  }
+  bool TryPark(SlotT* s);
 
   // Pops parked connections until one is fit to attach; the unfit ones are
   // destroyed (their Detached destructor closes them) and counted.
-  std::optional<Parked<Detached>> PopUsableParked() {
-    while (std::optional<Parked<Detached>> p = inner_->exchange->Pop()) {
-      TimePoint now = Now();
-      RetireReason r = CheckRetirement(p->meta, config_, now, Generation(),
-                                       /*idle=*/true);
-      if (r == RetireReason::kNone && now - p->parked_at >= config_.max_park_time) {
-        r = RetireReason::kParkTimeout;
-      }
-      if (r == RetireReason::kNone) return p;
-      NoteRetire(r);
-    }
-    return std::nullopt;
-  }
+  std::optional<Parked<Detached>> PopUsableParked();
 
   // ---- the reaper ----------------------------------------------------------
 
-  Task<void> Reap() {
-    for (;;) {
-      co_await SleepFor(*runtime(), config_.reap_interval);
-      if (closed()) {
-        OnClose();
-        co_return;
-      }
-      ReapExpired();
-      // Refill to min_idle, never while a waiter is parked: a returning
-      // connection serves it sooner than a fresh dial.
-      while (!closed() && waiters_.empty() && idle_ < config_.min_idle &&
-             CanDial()) {
-        Reservation reservation(this);
-        uint64_t generation = Generation();
-        absl::StatusOr<Connection> c = co_await manager_->Connect();
-        if (!c.ok()) {
-          Note(PoolEventKind::kConnectFailed);
-          last_connect_error_ = c.status();
-          break;
-        }
-        last_connect_error_ = absl::OkStatus();
-        SlotT* s = AddSlot(std::move(*c), NewMeta(generation));
-        Note(PoolEventKind::kConnect);
-        reservation.Disarm();
-        MakeAvailable(s);
-        ServeWaiters(s);
-      }
-    }
-  }
+  Task<void> Reap();
 
   // ---- counters and the observer -------------------------------------------
 
@@ -900,5 +452,11 @@ class alignas(64) Shard final : public ShardBase {
 
 }  // namespace internal
 }  // namespace ringrpc::pool
+
+// The member functions, by concern.
+#include "pool/internal/shard_leasing.h"
+#include "pool/internal/shard_parking.h"
+#include "pool/internal/shard_reaping.h"
+#include "pool/internal/shard_waiters.h"
 
 #endif  // RINGRPC_POOL_INTERNAL_SHARD_H_
