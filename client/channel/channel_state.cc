@@ -227,7 +227,7 @@ absl::Status ChannelState::NoAddressError() const {
 ConnectivityState ChannelState::Aggregate() const {
   MutexLock lock(&mu_);
   return AggregateState(
-      list_.size(), [&](size_t k) ABSL_NO_THREAD_SAFETY_ANALYSIS { return list_[k]->record->state(); },
+      list_.size(), [&](size_t k) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return list_[k]->record->state(); },
       resolved_once());
 }
 
