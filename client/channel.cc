@@ -735,7 +735,7 @@ std::shared_ptr<Channel> CreateCustomChannel(const std::string& target,
     state->Fail(s);
     return channel;
   }
-  std::shared_ptr<channel::Resolver> resolver;
+  std::shared_ptr<Resolver> resolver;
   if (t->kind == channel::Target::Kind::kStatic) {
     resolver = std::make_shared<channel::StaticResolver>(t->addresses);
   } else {
@@ -747,7 +747,7 @@ std::shared_ptr<Channel> CreateCustomChannel(const std::string& target,
 }
 
 std::shared_ptr<Channel> CreateChannelWithResolver(const std::string& authority,
-                                                   std::shared_ptr<channel::Resolver> resolver,
+                                                   std::shared_ptr<Resolver> resolver,
                                                    const ChannelArguments& args) {
   std::shared_ptr<channel::ChannelState> state = channel::ChannelState::Create(args);
   std::shared_ptr<Channel> channel(new Channel(state));

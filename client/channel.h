@@ -30,8 +30,8 @@
 
 namespace ringrpc {
 
+class Resolver;  // client/resolver.h
 namespace channel {
-class Resolver;
 class ChannelState;
 }  // namespace channel
 namespace internal {
@@ -164,7 +164,7 @@ class Channel {
 
  private:
   friend std::shared_ptr<Channel> CreateChannelWithResolver(
-      const std::string&, std::shared_ptr<channel::Resolver>, const ChannelArguments&);
+      const std::string&, std::shared_ptr<Resolver>, const ChannelArguments&);
   friend std::shared_ptr<Channel> CreateCustomChannel(
       const std::string&, const std::shared_ptr<ChannelCredentials>&, const ChannelArguments&);
   explicit Channel(std::shared_ptr<channel::ChannelState> state);
@@ -179,7 +179,7 @@ std::shared_ptr<Channel> CreateCustomChannel(const std::string& target,
 // A channel fed by a resolver of your own (or a ManualResolver in tests);
 // `authority` is the :authority its calls carry.
 std::shared_ptr<Channel> CreateChannelWithResolver(const std::string& authority,
-                                                   std::shared_ptr<channel::Resolver> resolver,
+                                                   std::shared_ptr<Resolver> resolver,
                                                    const ChannelArguments& args);
 
 // The configuration error a channel with these arguments would have, or OK.

@@ -22,8 +22,8 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_split.h"
-#include "client/channel/resolver.h"
 #include "client/channel/subchannel.h"
+#include "client/resolver.h"
 #include "client/transport/testing/raw_server.h"
 #include "tests/proto/echo_test.pb.h"
 #include "tests/testing/server_process.h"
@@ -303,8 +303,8 @@ TEST(Channel, PickFirstSendsEverythingToTheFirstAddress) {
 TEST(Channel, ResolverSwitchUnderLoadLosesNoCallAndMovesEveryNewCall) {
   auto a = StartServer();
   auto b = StartServer();
-  auto resolver = std::make_shared<channel::ManualResolver>();
-  resolver->Push(channel::AddressList{*transport::Address::Parse(a->address())});
+  auto resolver = std::make_shared<ManualResolver>();
+  resolver->Push(AddressList{*transport::Address::Parse(a->address())});
   auto ch = CreateChannelWithResolver("test", resolver, ChannelArguments());
   std::atomic<bool> switched{false}, stop{false};
   std::atomic<int> failures{0}, after_switch{0}, after_switch_on_a{0}, on_a{0};
@@ -326,7 +326,7 @@ TEST(Channel, ResolverSwitchUnderLoadLosesNoCallAndMovesEveryNewCall) {
     });
   }
   std::this_thread::sleep_for(milliseconds(300));
-  resolver->Push(channel::AddressList{*transport::Address::Parse(b->address())});
+  resolver->Push(AddressList{*transport::Address::Parse(b->address())});
   switched = true;
   std::this_thread::sleep_for(milliseconds(300));
   stop = true;

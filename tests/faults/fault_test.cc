@@ -27,7 +27,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "client/channel.h"
-#include "client/channel/resolver.h"
+#include "client/resolver.h"
 #include "client/transport/testing/raw_server.h"
 #include "tests/faults/load.h"
 #include "tests/proto/echo_test.pb.h"
@@ -178,8 +178,8 @@ TEST(Faults, InvalidateStormsAndResolverFlappingUnderLoadLoseNoCall) {
   auto addr = [](const testing::ServerProcess& s) { return *transport::Address::Parse(s.address()); };
   const int sockets = OpenSockets();
   {
-    auto resolver = std::make_shared<channel::ManualResolver>();
-    resolver->Push(channel::AddressList{addr(*a)});
+    auto resolver = std::make_shared<ManualResolver>();
+    resolver->Push(AddressList{addr(*a)});
     ChannelArguments args;
     args.SetLoadBalancingPolicyName("round_robin");
     auto ch = CreateChannelWithResolver("test", resolver, args);
@@ -188,9 +188,9 @@ TEST(Faults, InvalidateStormsAndResolverFlappingUnderLoadLoseNoCall) {
     auto until = std::chrono::steady_clock::now() + milliseconds(1000);
     for (int i = 0; std::chrono::steady_clock::now() < until; ++i) {
       if (i % 2 == 0) {
-        resolver->Push(channel::AddressList{addr(*a), addr(*b)});
+        resolver->Push(AddressList{addr(*a), addr(*b)});
       } else {
-        resolver->Push(channel::AddressList{addr(*b)});
+        resolver->Push(AddressList{addr(*b)});
       }
       ch->Invalidate();
       std::this_thread::sleep_for(milliseconds(3));

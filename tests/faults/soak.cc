@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "client/blocking_stream.h"
-#include "client/channel/resolver.h"
+#include "client/resolver.h"
 #include "client/runtime/event_loop.h"
 #include "tests/faults/load.h"
 #include "tests/proto/echo_test.ringrpc.pb.h"

@@ -36,7 +36,7 @@
 #include "client/blocking_stream.h"
 #include "client/callback_reactor.h"
 #include "client/channel.h"
-#include "client/channel/resolver.h"
+#include "client/resolver.h"
 #include "client/transport/address.h"
 #include "client/transport/testing/raw_server.h"
 #include "tests/proto/echo_test.ringrpc.pb.h"
@@ -269,15 +269,15 @@ class Round {
       args.SetInt("ringrpc.connect_timeout_ms", 200);
       channel_ = CreateCustomChannel(b_.silent->address(), InsecureChannelCredentials(), args);
     } else {
-      resolver_ = std::make_shared<channel::ManualResolver>();
+      resolver_ = std::make_shared<ManualResolver>();
       resolver_->Push(Addresses(rng));
       channel_ = CreateChannelWithResolver("localhost", resolver_, args);
     }
     stub_ = std::shared_ptr<TestService::Stub>(TestService::NewStub(channel_).release());
   }
 
-  channel::AddressList Addresses(Rng& rng) {
-    channel::AddressList list;
+  AddressList Addresses(Rng& rng) {
+    AddressList list;
     for (auto& s : b_.servers) {
       if (rng() % 3 != 0 || list.empty()) list.push_back(*transport::Address::Parse(s->address()));
     }
@@ -495,7 +495,7 @@ class Round {
   std::mutex mu_;
   std::shared_ptr<Channel> channel_;
   std::shared_ptr<TestService::Stub> stub_;
-  std::shared_ptr<channel::ManualResolver> resolver_;
+  std::shared_ptr<ManualResolver> resolver_;
   bool silent_ = false;
   std::vector<CallPtr> calls_;
   std::deque<CallPtr> recent_;
