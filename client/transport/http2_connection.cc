@@ -14,6 +14,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "client/transport/internal/http2_callbacks.h"
+#include "client/transport/internal/ms.h"
 #include "client/transport/metadata.h"
 
 namespace ringrpc::transport {
@@ -22,20 +23,12 @@ namespace {
 constexpr uint32_t kStreamWindow = 4u << 20;
 constexpr int32_t kConnectionWindow = 16 << 20;
 
-std::string Ms(Duration d) {
-  return absl::StrCat(std::chrono::duration_cast<std::chrono::milliseconds>(d).count(), "ms");
-}
-
 nghttp2_nv Header(std::string_view name, std::string_view value) {
   return nghttp2_nv{const_cast<uint8_t*>(reinterpret_cast<const uint8_t*>(name.data())),
                     const_cast<uint8_t*>(reinterpret_cast<const uint8_t*>(value.data())),
                     name.size(), value.size(), NGHTTP2_NV_FLAG_NONE};
 }
 
-// nghttp2's default limit on one outgoing header block (HEADERS plus its
-// CONTINUATIONs): above it nghttp2 drops the HEADERS and closes the stream
-// as if refused, which would look safe to retry.
-constexpr size_t kMaxSendHeaderBlock = 65536;
 
 }  // namespace
 
@@ -150,130 +143,6 @@ absl::Status Http2Connection::InitSession() {
   nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, iv, 3);
   nghttp2_session_set_local_window_size(session_, NGHTTP2_FLAG_NONE, 0, kConnectionWindow);
   return absl::OkStatus();
-}
-
-Task<absl::StatusOr<std::shared_ptr<Http2Connection>>> Http2Connection::Connect(
-    EventLoop& loop, Address address, ConnectionOptions options) {
-  const TimePoint start = loop.Now();
-  const std::string where = address.ToString();
-  int fd = ::socket(address.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (fd < 0) {
-    co_return absl::UnavailableError(
-        absl::StrCat("socket for ", where, ": ", std::strerror(errno)));
-  }
-  if (address.family() != AF_UNIX) {
-    int one = 1;
-    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  }
-  // The socket is this frame's until Adopt takes it: a caller that gives
-  // up (its deadline) destroys the frame mid-connect, and the socket must
-  // close with it (the fault suite found one left ESTABLISHED).
-  struct SocketGuard {
-    EventLoop& loop;
-    int fd;
-    ~SocketGuard() {
-      if (fd >= 0) loop.Close(fd);
-    }
-  } guard{loop, fd};
-  auto dial = [](EventLoop& loop, int fd, Address a) -> Task<int> {
-    runtime::IoResult r = co_await loop.Connect(fd, a.sockaddr_ptr(), a.len);
-    co_return r.res;
-  };
-  std::optional<int> res = co_await runtime::WithTimeout<int>(
-      loop, dial(loop, fd, address), options.connect_timeout);
-  if (!res || *res < 0) {
-    co_return absl::UnavailableError(
-        !res ? absl::StrCat("connect to ", where, " timed out after ",
-                            Ms(options.connect_timeout))
-             : absl::StrCat("connect to ", where, ": ", std::strerror(-*res)));
-  }
-  std::unique_ptr<TlsSession> tls;
-  if (options.tls) {
-    absl::StatusOr<std::unique_ptr<TlsSession>> session = TlsSession::New(*options.tls);
-    if (!session.ok()) co_return session.status();
-    Duration left = options.connect_timeout - (loop.Now() - start);
-    std::optional<absl::Status> shaken = co_await runtime::WithTimeout<absl::Status>(
-        loop, TlsHandshake(loop, fd, session->get(), where),
-        std::max(left, Duration(std::chrono::milliseconds(1))));
-    if (!shaken) {
-      co_return absl::UnavailableError(absl::StrCat("TLS handshake with ", where,
-                                                    " timed out after ",
-                                                    Ms(options.connect_timeout)));
-    }
-    if (!shaken->ok()) co_return *shaken;
-    tls = std::move(*session);
-  }
-  guard.fd = -1;  // Adopt owns it from here, even when it fails
-  absl::StatusOr<std::shared_ptr<Http2Connection>> adopted =
-      Adopt(loop, fd, address, std::move(options), std::move(tls));
-  if (!adopted.ok()) co_return adopted.status();
-  std::shared_ptr<Http2Connection> conn = std::move(*adopted);
-
-  // The server's SETTINGS prove it speaks HTTP/2 (and end the backoff,
-  // gRPC's connection-backoff spec).
-  auto settings = [](Http2Connection* c) -> Task<int> {
-    while (!c->settings_received_ && c->closed_.ok()) co_await c->settings_event_->Wait();
-    co_return 0;
-  };
-  Duration left = conn->options_.connect_timeout - (loop.Now() - start);
-  std::optional<int> got = co_await runtime::WithTimeout<int>(
-      loop, settings(conn.get()), std::max(left, Duration(std::chrono::milliseconds(1))));
-  if (!conn->closed_.ok()) co_return conn->closed_;
-  if (!got) {
-    absl::Status s = absl::UnavailableError(absl::StrCat(
-        "no HTTP/2 SETTINGS from ", where, " within ",
-        Ms(conn->options_.connect_timeout), " (is it an HTTP/2 server?)"));
-    conn->Close(s);
-    co_return s;
-  }
-  conn->StartKeepalive();
-  co_return conn;
-}
-
-Task<absl::Status> Http2Connection::TlsHandshake(EventLoop& loop, int fd, TlsSession* tls,
-                                                 std::string where) {
-  std::vector<uint8_t> in(16 << 10), out;
-  for (;;) {
-    absl::StatusOr<bool> done = tls->Handshake();
-    out.clear();
-    tls->TakeCiphertext(&out);  // a ClientHello, a Finished, or an alert
-    for (size_t off = 0; off < out.size();) {
-      runtime::IoResult r = co_await loop.Send(fd, std::move(out), off);
-      out = std::move(r.buf);
-      if (r.res < 0) {
-        co_return absl::UnavailableError(
-            absl::StrCat("TLS handshake with ", where, ": send: ", std::strerror(-r.res)));
-      }
-      off += r.res;
-    }
-    if (!done.ok()) {
-      co_return absl::UnavailableError(absl::StrCat(done.status().message(), " (", where, ")"));
-    }
-    if (*done) break;
-    runtime::IoResult r = co_await loop.Recv(fd, std::move(in));
-    in = std::move(r.buf);
-    if (r.res <= 0) {
-      co_return absl::UnavailableError(absl::StrCat(
-          "TLS handshake with ", where, ": the connection closed (is it a TLS server?)"));
-    }
-    tls->FeedCiphertext(in.data(), r.res);
-  }
-  if (tls->alpn() != "h2") {
-    co_return absl::UnavailableError(absl::StrCat(
-        "TLS server ", where, " did not choose HTTP/2 by ALPN (it chose \"", tls->alpn(), "\")"));
-  }
-  co_return absl::OkStatus();
-}
-
-absl::StatusOr<std::shared_ptr<Http2Connection>> Http2Connection::Adopt(
-    EventLoop& loop, int fd, Address address, ConnectionOptions options,
-    std::unique_ptr<TlsSession> tls) {
-  std::shared_ptr<Http2Connection> conn(
-      new Http2Connection(loop, address, std::move(options), fd));
-  conn->tls_ = std::move(tls);
-  if (absl::Status s = conn->InitSession(); !s.ok()) return s;
-  conn->Start();
-  return conn;
 }
 
 void Http2Connection::Distrust(const absl::Status& why) {
@@ -506,7 +375,7 @@ uint32_t Http2Connection::max_concurrent_streams() const {
   return std::min(peer, options_.max_concurrent_streams);
 }
 
-absl::StatusOr<std::unique_ptr<Call>> Http2Connection::StartCall(CallOptions options) {
+absl::Status Http2Connection::CheckAcceptingCall(std::string_view path) const {
   if (!closed_.ok()) {
     return absl::UnavailableError(absl::StrCat("connection closed: ", closed_.message()));
   }
@@ -521,32 +390,23 @@ absl::StatusOr<std::unique_ptr<Call>> Http2Connection::StartCall(CallOptions opt
     return absl::ResourceExhaustedError(absl::StrCat(
         "connection at its stream limit (", max_concurrent_streams(), ")"));
   }
-  if (options.path.empty() || options.path[0] != '/') {
+  if (path.empty() || path[0] != '/') {
     return absl::InvalidArgumentError(absl::StrCat(
-        "method path \"", std::string(options.path), "\" must look like /package.Service/Method"));
+        "method path \"", std::string(path), "\" must look like /package.Service/Method"));
   }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<Call>> Http2Connection::StartCall(CallOptions options) {
+  if (absl::Status s = CheckAcceptingCall(options.path); !s.ok()) return s;
   if (absl::Status s = ValidateMetadata(options.metadata); !s.ok()) return s;
-  {
-    // What the server will accept (SETTINGS_MAX_HEADER_LIST_SIZE, counted
-    // as RFC 7541 does) and what nghttp2 will send: over either, the call
-    // can never succeed, so it fails here and is not retried.
-    size_t list = 0, block = 0;
-    for (const auto& [k, v] : options.metadata) {
-      size_t value = IsBinaryHeader(k) ? (v.size() + 2) / 3 * 4 : v.size();
-      list += k.size() + value + 32;
-      block += k.size() + value + 2;
-    }
-    const size_t fixed = options.path.size() + options_.authority.size() + 256;
-    const uint32_t peer = session_ ? nghttp2_session_get_remote_settings(
-                                         session_, NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE)
-                                   : UINT32_MAX;
-    if (list + fixed > peer || block + fixed > kMaxSendHeaderBlock) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "request metadata of ", list, " bytes is over the limit of ",
-          std::min<size_t>(peer, kMaxSendHeaderBlock),
-          list + fixed > peer ? " bytes the server accepts (SETTINGS_MAX_HEADER_LIST_SIZE)"
-                              : " bytes of one HTTP/2 header block"));
-    }
+  const uint32_t peer_limit =
+      session_ ? nghttp2_session_get_remote_settings(session_, NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE)
+               : UINT32_MAX;
+  if (absl::Status s = CheckRequestHeaderSize(
+          options.metadata, options.path.size() + options_.authority.size(), peer_limit);
+      !s.ok()) {
+    return s;
   }
 
   std::string timeout;

@@ -156,6 +156,9 @@ class Http2Connection : public std::enable_shared_from_this<Http2Connection> {
 
   Http2Connection(EventLoop& loop, Address address, ConnectionOptions options, int fd);
   absl::Status InitSession();
+  // OK if a new stream may start on `path` now: open, not draining, under
+  // the stream limit, a well-formed path.
+  absl::Status CheckAcceptingCall(std::string_view path) const;
   void Start();  // the reader and the writer
   // Feeds bytes from the server to nghttp2; not OK: close with it.
   absl::Status Ingest(const uint8_t* data, size_t n);

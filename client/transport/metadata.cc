@@ -1,5 +1,7 @@
 #include "client/transport/metadata.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "client/transport/grpc_wire.h"
 
@@ -48,6 +50,27 @@ absl::Status ValidateMetadata(const Metadata& md) {
         }
       }
     }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckRequestHeaderSize(const Metadata& md, size_t fixed_bytes,
+                                    uint32_t peer_max_header_list) {
+  size_t list = 0, block = 0;
+  for (const auto& [k, v] : md) {
+    size_t value = IsBinaryHeader(k) ? (v.size() + 2) / 3 * 4 : v.size();
+    list += k.size() + value + 32;
+    block += k.size() + value + 2;
+  }
+  // Pseudo-headers, te, content-type, user-agent, grpc-timeout.
+  const size_t fixed = fixed_bytes + 256;
+  if (list + fixed > peer_max_header_list || block + fixed > kMaxSendHeaderBlock) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "request metadata of ", list, " bytes is over the limit of ",
+        std::min<size_t>(peer_max_header_list, kMaxSendHeaderBlock),
+        list + fixed > peer_max_header_list
+            ? " bytes the server accepts (SETTINGS_MAX_HEADER_LIST_SIZE)"
+            : " bytes of one HTTP/2 header block"));
   }
   return absl::OkStatus();
 }
