@@ -1,0 +1,415 @@
+// ClientCall and opening a call on a channel: pick -> lease -> start the
+// stream -> register cancel (CallOpener), and the unary call on top.
+#include <algorithm>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "client/channel.h"
+#include "client/channel/channel_state.h"
+#include "client/channel/subchannel.h"
+#include "client/internal/call_opener.h"
+#include "client/runtime/loop_event.h"
+
+namespace ringrpc {
+
+namespace internal {
+// The one place allowed into ClientContext's private fields.
+class CallAccess {
+ public:
+  static const std::vector<std::pair<std::string, std::string>>& metadata(
+      const ClientContext& c) {
+    return c.metadata_;
+  }
+  static std::shared_ptr<CancelState> cancel(const ClientContext& c) { return c.cancel_; }
+  static void SetResults(ClientContext& c, const transport::Metadata& initial,
+                         const transport::Metadata& trailing, std::string peer) {
+    c.initial_ = {initial.begin(), initial.end()};
+    c.trailing_ = {trailing.begin(), trailing.end()};
+    c.peer_ = std::move(peer);
+  }
+};
+}  // namespace internal
+
+namespace channel {
+namespace {
+
+using internal::CallAccess;
+using runtime::EventLoop;
+using std::chrono::milliseconds;
+
+// How many times one call may pick another address after the picked one
+// failed or was backing off, before it reports the failure: enough to walk
+// a typical address list once or twice, few enough that a call facing a
+// dead cluster fails in microseconds, not after a scan of every address.
+constexpr int kMaxRepicks = 8;
+// How often a call whose pick raced a resolver update that dropped its
+// address picks again (kClosedPoolRepickDelay apart) before reporting
+// "pool is closed": the new list reaches the thread within a loop turn, so
+// 100 ms is far more than it needs.
+constexpr int kMaxClosedPoolRepicks = 100;
+constexpr milliseconds kClosedPoolRepickDelay{1};
+// How often a call whose connection stopped taking streams between the
+// lease and the stream's start (GOAWAY, close) tries another lease: each
+// try poisons that connection, so a few cover a burst of closing ones.
+constexpr int kMaxStartRetries = 4;
+// How often a call with no address to pick looks again: before the
+// resolver's first answer, or (wait_for_ready) after a resolver error. The
+// list arrives by a post to the thread, not a wake-up of waiting calls.
+constexpr milliseconds kNoAddressPoll{20};
+// The shortest wait of a wait_for_ready call whose lease failed before it
+// tries again (the address's backoff usually asks for longer).
+constexpr milliseconds kMinLeaseRetryDelay{5};
+
+Task<absl::StatusOr<SubchannelLease>> Acquire(SubchannelPool p) {
+  co_return co_await p.Acquire();
+}
+
+}  // namespace
+}  // namespace channel
+
+
+
+// ---- ClientCall ---------------------------------------------------------------------
+
+struct ClientCall::Impl {
+  std::shared_ptr<channel::ChannelState> channel;
+  runtime::EventLoop* loop = nullptr;  // the CQ thread the call lives on
+  ClientContext* ctx = nullptr;
+  // The context's cancel state, held: the call may be destroyed after its
+  // context (the destructor must not read the context).
+  std::shared_ptr<internal::CancelState> cancel_state;
+  std::shared_ptr<channel::Subchannel> sc;
+  channel::SubchannelLease lease;             // destroyed after `call`
+  std::unique_ptr<transport::Call> call;
+  // What a TryCancel from another thread reaches (through a weak pointer).
+  struct CancelTarget {
+    transport::Call* call;
+    runtime::EventLoop* loop;
+  };
+  std::shared_ptr<CancelTarget> alive;
+
+  ~Impl() {
+    if (cancel_state != nullptr) {
+      MutexLock lock(&cancel_state->mu);
+      // Only our own registration: a reused context may already carry the
+      // next call's.
+      const std::weak_ptr<void>& r = cancel_state->running;
+      if (!r.owner_before(alive) && !alive.owner_before(r)) {
+        cancel_state->running.reset();
+        cancel_state->cancel_running = nullptr;
+      }
+    }
+    if (alive) alive->call = nullptr;
+    if (lease && !(*lease)->accepting_streams()) lease.Poison();
+    call.reset();
+  }
+};
+
+ClientCall::ClientCall(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+ClientCall::~ClientCall() = default;
+
+Task<Status> ClientCall::Write(std::string_view message) {
+  return [](Task<absl::Status> t) -> Task<Status> {
+    co_return Status::FromAbsl(co_await std::move(t));
+  }(impl_->call->Write(message));
+}
+bool ClientCall::never_sent() const { return impl_->call->never_sent(); }
+void ClientCall::WritesDone() { impl_->call->WritesDone(); }
+Task<std::optional<std::string>> ClientCall::Read() { return impl_->call->Read(); }
+void ClientCall::Cancel() { impl_->call->Cancel(); }
+
+void ClientCall::Run(Task<void> task) {
+  auto holder = std::make_shared<Task<void>>(std::move(task));
+  runtime::EventLoop* loop = impl_->loop;
+  loop->Post([loop, holder] { loop->Spawn(std::move(*holder)); });
+}
+
+bool ClientCall::OnItsThread() const { return runtime::EventLoop::Current() == impl_->loop; }
+bool ClientCall::OnChannelThread() const { return impl_->channel->CurrentIndex().has_value(); }
+
+Task<bool> ClientCall::ReadInitialMetadata() {
+  co_await impl_->call->WaitForInitialMetadata();
+  co_return PublishInitialMetadata();
+}
+
+bool ClientCall::PublishInitialMetadata() {
+  if (!impl_->call->headers_received()) return false;
+  internal::CallAccess::SetResults(*impl_->ctx, impl_->call->initial_metadata(), {},
+                                   impl_->sc->record->name());
+  return true;
+}
+
+Task<Status> ClientCall::Finish() {
+  (void)co_await impl_->call->Finish();  // FinishNow() reads the status
+  co_return FinishNow();
+}
+
+bool ClientCall::finished() const { return impl_->call->finished(); }
+
+Status ClientCall::FinishNow() {
+  internal::CallAccess::SetResults(*impl_->ctx, impl_->call->initial_metadata(),
+                                   impl_->call->trailing_metadata(),
+                                   impl_->sc->record->name());
+  return Status::FromAbsl(*impl_->call->status(), impl_->call->status_details().value_or(""));
+}
+
+Status ClientCall::WriteNow(std::string_view message) {
+  return Status::FromAbsl(impl_->call->Enqueue(message));
+}
+
+namespace internal {
+
+// ---- opening a call: pick -> lease -> start the stream -> register cancel ----
+
+namespace {
+
+using channel::ChannelState;
+using channel::Subchannel;
+using channel::SubchannelLease;
+
+// What one call's attempts to reach a stream share.
+struct Attempt {
+  ChannelState& st;
+  size_t index;  // the CQ thread's
+  runtime::EventLoop& loop;
+  ClientContext* ctx;
+  TimePoint deadline;  // TimePoint::max(): none
+  std::shared_ptr<CancelState> cancel;
+  int number = 0;
+  absl::Status last;  // the latest failure, for the message of the final one
+  std::shared_ptr<Subchannel> sc;
+  std::optional<SubchannelLease> lease;
+  Status failure;  // with Step::kFail
+};
+
+enum class Step { kLeased, kAgain, kFail };
+
+Step Fail(Attempt& a, Status s) {
+  a.failure = std::move(s);
+  return Step::kFail;
+}
+
+// The call may still start: not cancelled, deadline not passed.
+std::optional<Status> Ended(Attempt& a) {
+  {
+    MutexLock lock(&a.cancel->mu);
+    if (a.cancel->cancelled) return Status(StatusCode::CANCELLED, "cancelled before the call started");
+  }
+  if (a.loop.Now() < a.deadline) return std::nullopt;
+  return Status(StatusCode::DEADLINE_EXCEEDED,
+                a.last.ok() ? std::string("deadline exceeded before a connection was ready")
+                            : absl::StrCat("deadline exceeded waiting for a connection; last "
+                                           "error: ",
+                                           a.last.message()));
+}
+
+// The lease failed: another address, a wait (wait_for_ready) or the end.
+Task<Step> OnLeaseFailed(Attempt& a, absl::Status error) {
+  a.last = std::move(error);
+  a.st.RequestReresolution();
+  // The address just failed (its record is now TRANSIENT_FAILURE): like
+  // gRPC's pickers, try another address before failing the call.
+  if (a.number < channel::kMaxRepicks && a.st.AnotherUsable(a.index, a.sc)) co_return Step::kAgain;
+  if (!a.ctx->wait_for_ready() || a.last.code() == absl::StatusCode::kFailedPrecondition) {
+    co_return Fail(a, Status(StatusCode::UNAVAILABLE, std::string(a.last.message())));
+  }
+  // Wait for the address's backoff (shared by all threads) to allow a new
+  // attempt, or a little while, within the deadline.
+  TimePoint retry =
+      std::max(a.sc->record->next_attempt(), a.loop.Now() + channel::kMinLeaseRetryDelay);
+  co_await SleepUntil(a.loop, std::min(a.deadline, retry));
+  co_return Step::kAgain;
+}
+
+// One round of pick -> lease. kLeased: a.sc and a.lease are set.
+Task<Step> PickAndLease(Attempt& a) {
+  if (std::optional<Status> ended = Ended(a)) co_return Fail(a, *ended);
+  // Read before picking: once set, the list the pick sees is the
+  // resolver's answer (resolved_once is set after the list).
+  const bool resolved = a.st.resolved_once();
+  a.sc = a.st.Pick(a.index);
+  if (a.sc == nullptr) {
+    a.last = a.st.NoAddressError();
+    // Before the resolver's first answer every call waits (the channel is
+    // not failing, just starting); after a resolver error only
+    // wait_for_ready calls do.
+    if (!a.ctx->wait_for_ready() && resolved) co_return Fail(a, Status::FromAbsl(a.last));
+    co_await SleepUntil(a.loop, std::min(a.deadline, a.loop.Now() + channel::kNoAddressPoll));
+    co_return Step::kAgain;
+  }
+  // The warm path: a connection this thread has, with a free stream. No
+  // await, no timer.
+  absl::StatusOr<SubchannelLease> lease = a.sc->pool.TryAcquire();
+  if (!lease.ok()) {
+    // While the address backs off (for every thread), fail fast (or wait,
+    // if wait_for_ready): no dial, no waiting in the pool.
+    if (absl::Status backoff = a.sc->record->CheckBackoff(a.loop.Now()); !backoff.ok()) {
+      a.last = backoff;
+      // Picked while another thread's dial was failing: another address
+      // that is READY or connecting takes the call (a fail-fast call fails
+      // only when there is none).
+      if (a.number < channel::kMaxRepicks && a.st.AnotherUsable(a.index, a.sc)) {
+        co_return Step::kAgain;
+      }
+      if (!a.ctx->wait_for_ready()) co_return Fail(a, Status::FromAbsl(backoff));
+      co_await SleepUntil(a.loop, std::min(a.deadline, a.sc->record->next_attempt()));
+      co_return Step::kAgain;
+    }
+    Duration left = a.deadline == TimePoint::max() ? Duration(std::chrono::hours(24 * 365))
+                                                   : a.deadline - a.loop.Now();
+    std::optional<absl::StatusOr<SubchannelLease>> waited =
+        co_await runtime::WithTimeout<absl::StatusOr<SubchannelLease>>(
+            a.loop, channel::Acquire(a.sc->pool), left);
+    if (!waited) co_return Step::kAgain;  // the deadline check reports it
+    lease = std::move(*waited);
+  }
+  if (!lease.ok() && a.sc->pool.closed() && a.number < channel::kMaxClosedPoolRepicks) {
+    // A resolver update dropped this address after the pick (the fault
+    // suite's flapping test): pick again once this thread has the new list.
+    co_await SleepUntil(a.loop,
+                        std::min(a.deadline, a.loop.Now() + channel::kClosedPoolRepickDelay));
+    co_return Step::kAgain;
+  }
+  if (!lease.ok()) co_return co_await OnLeaseFailed(a, lease.status());
+  a.lease = std::move(*lease);
+  co_return Step::kLeased;
+}
+
+}  // namespace
+
+// Cancel() from any thread reaches the call on its loop from now on (or
+// cancels it at once if it came first).
+void CallOpener::RegisterCancel(ClientCall::Impl& impl) {
+  CancelState& cancel = *impl.cancel_state;
+  MutexLock lock(&cancel.mu);
+  if (cancel.cancelled) {
+    impl.call->Cancel();
+    return;
+  }
+  cancel.running = impl.alive;
+  cancel.cancel_running = [](const std::shared_ptr<void>& running) {
+    auto target = std::static_pointer_cast<ClientCall::Impl::CancelTarget>(running);
+    std::weak_ptr<ClientCall::Impl::CancelTarget> weak = target;
+    target->loop->Post([weak] {
+      if (auto t = weak.lock(); t && t->call) t->call->Cancel();
+    });
+  };
+}
+
+Task<std::unique_ptr<ClientCall>> CallOpener::Open(
+    std::shared_ptr<channel::ChannelState> self, const std::string& method, ClientContext* ctx,
+    Status* out) {
+  ChannelState& st = *self;
+  if (ctx == nullptr) {
+    *out = Status(StatusCode::INVALID_ARGUMENT, "the call's ClientContext is null");
+    co_return nullptr;
+  }
+  if (!st.config_error().ok()) {
+    *out = Status::FromAbsl(st.config_error());
+    co_return nullptr;
+  }
+  std::optional<size_t> index = st.CurrentIndex();
+  if (!index) {
+    *out = Status(StatusCode::FAILED_PRECONDITION,
+                  "Channel::Open/Unary must run on one of the channel's CQ threads "
+                  "(use Spawn, the blocking or the callback API)");
+    co_return nullptr;
+  }
+  runtime::EventLoop& loop = st.cq()->loop(*index);
+  Attempt a{.st = st,
+            .index = *index,
+            .loop = loop,
+            .ctx = ctx,
+            .deadline = ctx->deadline() ? channel::ToLoopTime(*ctx->deadline(), loop.Now())
+                                        : TimePoint::max(),
+            .cancel = CallAccess::cancel(*ctx)};
+  transport::Metadata md(CallAccess::metadata(*ctx).begin(), CallAccess::metadata(*ctx).end());
+  for (;; ++a.number) {
+    switch (co_await PickAndLease(a)) {
+      case Step::kAgain: continue;
+      case Step::kFail: *out = std::move(a.failure); co_return nullptr;
+      case Step::kLeased: break;
+    }
+    SubchannelLease leased = std::move(*a.lease);
+    a.lease.reset();
+    absl::StatusOr<std::unique_ptr<transport::Call>> call = (*leased)->StartCall(
+        {.path = method,
+         .deadline = a.deadline == TimePoint::max() ? std::nullopt
+                                                    : std::optional<TimePoint>(a.deadline),
+         .metadata = md});
+    if (!call.ok()) {
+      a.last = call.status();
+      if (call.status().code() == absl::StatusCode::kUnavailable &&
+          a.number < channel::kMaxStartRetries) {
+        leased.Poison();  // closed or draining: never lease it again
+        continue;
+      }
+      *out = Status::FromAbsl(call.status());
+      co_return nullptr;
+    }
+    auto impl = std::make_unique<ClientCall::Impl>();
+    impl->channel = self;
+    impl->loop = &loop;
+    impl->ctx = ctx;
+    impl->cancel_state = a.cancel;
+    impl->sc = a.sc;
+    impl->lease = std::move(leased);
+    impl->call = std::move(*call);
+    impl->alive = std::make_shared<ClientCall::Impl::CancelTarget>(
+        ClientCall::Impl::CancelTarget{impl->call.get(), &loop});
+    RegisterCancel(*impl);
+    *out = Status();
+    co_return std::unique_ptr<ClientCall>(new ClientCall(std::move(impl)));
+  }
+}
+
+}  // namespace internal
+
+namespace internal {
+
+Task<Status> CallOpener::Unary(std::shared_ptr<channel::ChannelState> self,
+                                     std::string method, ClientContext* ctx, std::string request,
+                                     std::string* response) {
+  if (response == nullptr) {
+    co_return Status(StatusCode::INVALID_ARGUMENT, "the unary call's response pointer is null");
+  }
+  // gRFC A6: a call the server never processed (GOAWAY above its stream,
+  // REFUSED_STREAM) is sent again once, transparently, on another
+  // connection, within the same deadline.
+  for (int attempt = 0;; ++attempt) {
+    Status st;
+    std::unique_ptr<ClientCall> call = co_await Open(self, method, ctx, &st);
+    if (call == nullptr) co_return st;
+    Status w = call->WriteNow(request);  // one message: no need to wait for room
+    (void)w;  // a failed write ends the call: Finish reports why
+    call->WritesDone();
+    std::optional<std::string> reply = co_await call->Read();
+    // (No co_await inside ?: — GCC 12 mishandles the temporaries there.)
+    Status s;
+    if (call->finished()) {
+      s = call->FinishNow();
+    } else {
+      s = co_await call->Finish();
+    }
+    if (!s.ok() && call->never_sent() && attempt == 0) {
+      self->CountTransparentRetry();
+      continue;
+    }
+    if (s.ok()) {
+      if (!reply) {
+        co_return Status(StatusCode::INTERNAL,
+                         "the server ended a unary call OK without a response message");
+      }
+      *response = std::move(*reply);
+    }
+    co_return s;
+  }
+}
+
+}  // namespace internal
+
+}  // namespace ringrpc

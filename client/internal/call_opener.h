@@ -1,0 +1,51 @@
+// client/internal/call_opener.h — opening calls on a channel's state, for
+// client/channel.cc (Channel's entry points) and client/client_call.cc
+// (where it is implemented). Private to client/.
+//
+// Threading: Open and Unary run on one of the channel's CQ threads (they
+// answer FAILED_PRECONDITION elsewhere); the tasks hold the channel state.
+#ifndef RINGRPC_CLIENT_INTERNAL_CALL_OPENER_H_
+#define RINGRPC_CLIENT_INTERNAL_CALL_OPENER_H_
+
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "base/task.h"
+#include "client/channel.h"
+#include "client/client_context.h"
+#include "client/status.h"
+
+namespace ringrpc {
+namespace channel {
+class ChannelState;
+}  // namespace channel
+
+namespace internal {
+// Opens calls on a channel's state: the step between the channel core
+// (client/channel/channel_state.h) and a ClientCall.
+class CallOpener {
+ public:
+  // `method` must outlive the task (callers await it at once).
+  static Task<std::unique_ptr<ClientCall>> Open(
+      std::shared_ptr<channel::ChannelState> self, const std::string& method, ClientContext* ctx,
+      Status* out);
+  static Task<std::unique_ptr<ClientCall>> OpenHolding(
+      std::shared_ptr<channel::ChannelState> self, std::string method, ClientContext* ctx,
+      Status* out) {
+    co_return co_await Open(std::move(self), method, ctx, out);
+  }
+  // A unary call; the task holds the channel.
+  static Task<Status> Unary(std::shared_ptr<channel::ChannelState> self, std::string method,
+                            ClientContext* ctx, std::string request, std::string* response);
+
+ private:
+  // Cancel() from any thread reaches the call on its loop from now on (or
+  // cancels it at once if it came first).
+  static void RegisterCancel(ClientCall::Impl& impl);
+};
+}  // namespace internal
+
+}  // namespace ringrpc
+
+#endif  // RINGRPC_CLIENT_INTERNAL_CALL_OPENER_H_
