@@ -109,21 +109,11 @@ absl::Status ApplyServiceConfig(const std::string& text, ChannelConfig& c) {
   return absl::OkStatus();
 }
 
-}  // namespace
+// Milliseconds from an integer argument.
+Duration Ms(int v) { return Duration(milliseconds(v)); }
 
-absl::StatusOr<ChannelConfig> ParseChannelArguments(const ChannelArguments& args) {
-  ChannelConfig c;
-  c.pool.max_size = 2;
-  c.pool.max_concurrent_connects = 1;  // gRPC A105: one attempt at a time
-  c.pool.max_leases_per_connection = 1000;
-  c.pool.lifetime_jitter = 0.05;
-  Reader r(args);
-  auto ms = [](int v) { return Duration(milliseconds(v)); };
-  auto& conn = c.connection;
-  // Unset: each attempt gets the backoff's connect deadline (gRPC's
-  // connection-backoff.md); set, it bounds every attempt (subchannel.cc).
-  conn.connect_timeout = Duration::max();
-
+// grpc.* keys that shape one connection: limits and keepalive.
+void ReadConnectionArgs(Reader& r, transport::ConnectionOptions& conn) {
   r.Int("grpc.max_receive_message_length", -1, INT_MAX, [&](int v) {
     conn.max_receive_message_size = v < 0 ? UINT32_MAX : uint32_t(v);
   });
@@ -132,20 +122,26 @@ absl::StatusOr<ChannelConfig> ParseChannelArguments(const ChannelArguments& args
   });
   r.Int("grpc.max_metadata_size", 1, INT_MAX, [&](int v) { conn.max_metadata_size = v; });
   r.Int("grpc.keepalive_time_ms", 1, INT_MAX, [&](int v) {
-    if (v != INT_MAX) conn.keepalive_time = ms(v);  // INT_MAX: grpc's "off"
+    if (v != INT_MAX) conn.keepalive_time = Ms(v);  // INT_MAX: grpc's "off"
   });
-  r.Int("grpc.keepalive_timeout_ms", 1, INT_MAX, [&](int v) { conn.keepalive_timeout = ms(v); });
+  r.Int("grpc.keepalive_timeout_ms", 1, INT_MAX, [&](int v) { conn.keepalive_timeout = Ms(v); });
   r.Int("grpc.keepalive_permit_without_calls", 0, 1,
         [&](int v) { conn.keepalive_permit_without_calls = v == 1; });
   r.Int("grpc.http2.max_pings_without_data", 0, INT_MAX,
         [&](int v) { conn.max_pings_without_data = v; });
+}
+
+// grpc.* keys about the channel: backoff, DNS, load balancing, service
+// config, TLS name, authority and user agent.
+void ReadChannelArgs(Reader& r, ChannelConfig& c) {
+  auto& conn = c.connection;
   r.Int("grpc.initial_reconnect_backoff_ms", 1, INT_MAX,
-        [&](int v) { c.backoff.initial = ms(v); });
-  r.Int("grpc.max_reconnect_backoff_ms", 1, INT_MAX, [&](int v) { c.backoff.max = ms(v); });
+        [&](int v) { c.backoff.initial = Ms(v); });
+  r.Int("grpc.max_reconnect_backoff_ms", 1, INT_MAX, [&](int v) { c.backoff.max = Ms(v); });
   r.Int("grpc.min_reconnect_backoff_ms", 1, INT_MAX,
-        [&](int v) { c.backoff.min_connect_timeout = ms(v); });
+        [&](int v) { c.backoff.min_connect_timeout = Ms(v); });
   r.Int("grpc.dns_min_time_between_resolutions_ms", 0, INT_MAX,
-        [&](int v) { c.dns_min_time_between_resolutions = ms(v); });
+        [&](int v) { c.dns_min_time_between_resolutions = Ms(v); });
   r.Int("grpc.use_local_subchannel_pool", 0, 1,
         [&](int v) { c.use_local_subchannel_pool = v == 1; });
   r.String("grpc.lb_policy_name", [&](const std::string& v) -> absl::Status {
@@ -171,6 +167,11 @@ absl::StatusOr<ChannelConfig> ParseChannelArguments(const ChannelArguments& args
     conn.user_agent = absl::StrCat(v, " ", conn.user_agent);
     return absl::OkStatus();
   });
+}
+
+// ringrpc.* keys: CQ threads, poller, the per-thread pool and the reservoir.
+void ReadRingrpcArgs(Reader& r, ChannelConfig& c) {
+  auto& conn = c.connection;
   r.Int("ringrpc.cq_threads", 0, 1024, [&](int v) { c.cq_threads = v; });
   r.String("ringrpc.poller", [&](const std::string& v) -> absl::Status {
     if (v == "io_uring") c.poller = runtime::Backend::kIoUring;
@@ -184,15 +185,32 @@ absl::StatusOr<ChannelConfig> ParseChannelArguments(const ChannelArguments& args
     conn.max_concurrent_streams = v;
     c.pool.max_leases_per_connection = v;
   });
-  r.Int("ringrpc.connect_timeout_ms", 1, INT_MAX, [&](int v) { conn.connect_timeout = ms(v); });
-  r.Int("ringrpc.idle_timeout_ms", 1, INT_MAX, [&](int v) { c.pool.idle_timeout = ms(v); });
+  r.Int("ringrpc.connect_timeout_ms", 1, INT_MAX, [&](int v) { conn.connect_timeout = Ms(v); });
+  r.Int("ringrpc.idle_timeout_ms", 1, INT_MAX, [&](int v) { c.pool.idle_timeout = Ms(v); });
   r.Int("ringrpc.max_connection_age_ms", 1, INT_MAX,
-        [&](int v) { c.pool.max_lifetime = ms(v); });
+        [&](int v) { c.pool.max_lifetime = Ms(v); });
   r.Int("ringrpc.min_idle_per_thread", 0, 1024, [&](int v) { c.pool.min_idle = v; });
   r.Int("ringrpc.reservoir_capacity", 0, 1 << 20, [&](int v) { c.reservoir_capacity = v; });
   r.Int("ringrpc.reservoir_max_park_ms", 1, INT_MAX,
-        [&](int v) { c.pool.max_park_time = ms(v); });
-  r.Int("ringrpc.reap_interval_ms", 1, 3600000, [&](int v) { c.pool.reap_interval = ms(v); });
+        [&](int v) { c.pool.max_park_time = Ms(v); });
+  r.Int("ringrpc.reap_interval_ms", 1, 3600000, [&](int v) { c.pool.reap_interval = Ms(v); });
+}
+
+}  // namespace
+
+absl::StatusOr<ChannelConfig> ParseChannelArguments(const ChannelArguments& args) {
+  ChannelConfig c;
+  c.pool.max_size = 2;
+  c.pool.max_concurrent_connects = 1;  // gRPC A105: one attempt at a time
+  c.pool.max_leases_per_connection = 1000;
+  c.pool.lifetime_jitter = 0.05;
+  // Unset: each attempt gets the backoff's connect deadline (gRPC's
+  // connection-backoff.md); set, it bounds every attempt (subchannel.cc).
+  c.connection.connect_timeout = Duration::max();
+  Reader r(args);
+  ReadConnectionArgs(r, c.connection);
+  ReadChannelArgs(r, c);
+  ReadRingrpcArgs(r, c);
   if (absl::Status s = r.status(); !s.ok()) return s;
   if (c.pool.min_idle > c.pool.max_size) {
     return absl::InvalidArgumentError(absl::StrCat(
