@@ -13,8 +13,8 @@
 // ringrpc / grpc++ ratios: a table, and one JSON line per client and
 // configuration (prefix "JSON ").
 //
-//   bazel run //bench:loadgen -- --concurrency=1,16,128 --sizes=0,1024 \
-//       --server_cpu=0 --client_cpu=1
+//   bazel run //bench:loadgen -- --concurrency=1,16,128 --sizes=0,1024
+//       --server_cpu=0 --client_cpu=1   (one command line)
 // Flags: --type=unary|bidi  --concurrency=LIST  --sizes=LIST (request and
 // response bytes)  --threads=N  --duration=S  --warmup=S  --rounds=N
 // --server_cpu=N --client_cpu=N (pinning; -1 none)  --clients=LIST

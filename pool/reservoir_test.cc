@@ -111,11 +111,15 @@ TEST(Reservoir, DifferentialAgainstTheMutexTwin) {
           auto x = a.Pop();
           auto y = b.Pop();
           ASSERT_EQ(x.has_value(), y.has_value());
-          if (x) ASSERT_EQ(x->detached.id, y->detached.id);
+          if (x) {
+            ASSERT_EQ(x->detached.id, y->detached.id);
+          }
           break;
         }
         case 4:
-          if (rng() % 8 == 0) ASSERT_EQ(a.Clear(), b.Clear());
+          if (rng() % 8 == 0) {
+            ASSERT_EQ(a.Clear(), b.Clear());
+          }
           break;
       }
       ASSERT_EQ(a.admitted(), b.admitted());

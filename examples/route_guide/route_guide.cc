@@ -321,7 +321,7 @@ int main(int argc, char** argv) {
     std::vector<Point> route = {At(0, 0), At(0, 1), At(1, 1), At(2, 1), At(2, 2)};
     int features = 0;
     for (const Point& p : route) {
-      int i, j;
+      int i = 0, j = 0;
       ToGrid(p, &i, &j);
       features += !NameAt(i, j).empty();
     }
