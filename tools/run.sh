@@ -4,7 +4,17 @@
 # loopback port called through the generated ringrpc stub (blocking,
 # callback, coroutine, server stream). Extra arguments go to it
 # (--target=host:port talks to an existing server).
+#
+# Prints a line per phase and the program's output; Bazel's progress and
+# INFO lines are off (warnings and errors still show).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+echo "== ringrpc: checking the Debian packages (installing what is missing)"
 tools/install-deps.sh
-exec bazel run //examples/helloworld -- "$@"
+echo "== ringrpc: building //examples/helloworld (a few minutes the first time)"
+if ! bazel build --noshow_progress --show_result=0 --ui_event_filters=-info //examples/helloworld; then
+  echo "== ringrpc: the build failed (above); again with progress: bazel build //examples/helloworld"
+  exit 1
+fi
+echo "== ringrpc: running examples/helloworld"
+exec bazel-bin/examples/helloworld/helloworld "$@"
