@@ -20,7 +20,9 @@ run_config() {
   local name="$1"; shift
   local log="$logdir/$name.log"
   echo "== $name: bazel test $*"
-  bazel test --keep_going "$@" 2>&1 | tee "$log" | grep -E '^//|^Executed|^ERROR' || true
+  # No "|| true" here: it would replace PIPESTATUS with its own (0) and
+  # hide Bazel's exit status (the script does not use set -e).
+  bazel test --keep_going "$@" 2>&1 | tee "$log" | grep -E '^//|^Executed|^ERROR'
   local rc=${PIPESTATUS[0]}
   local pass fail
   pass=$(grep -cE '^//\S+\s+(\(cached\) )?PASSED' "$log")
@@ -29,6 +31,10 @@ run_config() {
   if [ "$rc" -ne 0 ] && [ "$fail" -eq 0 ]; then fail=1; fi
   [ "$rc" -ne 0 ] && status=1
   echo "== $name: $pass passed, $fail failed (bazel exit $rc; log $log)"
+  # Each failed test by name, with the log Bazel kept for it.
+  grep -E '^//\S+\s+(\(cached\) )?(FAILED|TIMEOUT|NO STATUS|INCOMPLETE|FLAKY)' "$log" |
+    awk '{print "   failed: " $1}' || true
+  grep -E '^\s+/\S+/test\.log$' "$log" | sed 's/^\s*/   log: /' || true
   total_pass=$((total_pass + pass))
   total_fail=$((total_fail + fail))
 }
