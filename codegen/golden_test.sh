@@ -5,7 +5,7 @@
 set -eu
 status=0
 for ext in h cc; do
-  got="codegen/testdata/tricky.ringrpc.pb.$ext"
+  got="codegen/_tricky_ringrpc_gen/codegen/testdata/tricky.ringrpc.pb.$ext"
   want="codegen/testdata/tricky.ringrpc.pb.$ext.golden"
   if ! diff -u "$want" "$got"; then
     echo "generated $got differs from $want (run tools/regen-golden.sh if intended)"

@@ -1,17 +1,171 @@
-"""ringrpc_cc_library: messages and ringrpc stubs from .proto files.
+"""ringrpc_cc_library: ringrpc stubs for proto_library targets.
 
-    load("//codegen:ringrpc.bzl", "ringrpc_cc_library")
+The shape of grpc++'s cc_grpc_library(grpc_only = True):
+
+    proto_library(name = "greeter_proto", srcs = ["greeter.proto"])
+    cc_proto_library(name = "greeter_cc_proto", deps = [":greeter_proto"])
+
+    load("@ringrpc//codegen:ringrpc.bzl", "ringrpc_cc_library")
+    ringrpc_cc_library(
+        name = "greeter_ringrpc",
+        srcs = [":greeter_proto"],       # proto_library targets, any repository
+        deps = [":greeter_cc_proto"],    # the messages: your cc_proto_library
+    )
+
+Only the stubs are generated (X.ringrpc.pb.h/.cc), from the ProtoInfo of
+`srcs`: protoc reads their transitive sources under their import roots, so imports,
+strip_import_prefix / import_prefix and the well-known types work as they do
+for cc_proto_library. The header's include path is the proto's import path
+(`#include "pkg/greeter.ringrpc.pb.h"` beside cc_proto_library's
+`"pkg/greeter.pb.h"`), wherever the proto lives. The messages are the ones
+your cc_proto_library (or grpc++'s generated code) already links: one set
+of message classes per program.
+
+The convenience form takes .proto files of this package instead and
+declares the proto_library (NAME_proto) and cc_proto_library (NAME_cc_proto)
+itself:
+
     ringrpc_cc_library(name = "greeter", srcs = ["greeter.proto"])
 
-Runs Debian's protoc with protoc-gen-ringrpc; yields a cc_library with
-X.pb.{h,cc} and X.ringrpc.pb.{h,cc}. Paths are relative to the workspace
-root (protoc -I.), so `import "pkg/other.proto";` works for protos of this
-workspace listed in `deps`' proto_srcs.
+`proto_stubs_cc_library` is the same machinery for any C++ protoc plugin;
+ringrpc's tests and examples use it with Debian's grpc_cpp_plugin for the
+grpc++ side of the same protos.
 """
 
 # Labels resolve to ringrpc's repository even when this file is loaded from
 # another workspace (@ringrpc//codegen:ringrpc.bzl).
-_PLUGIN = Label("//codegen:protoc-gen-ringrpc")
+_RINGRPC_PLUGIN = Label("//codegen:protoc-gen-ringrpc")
+_RINGRPC_RUNTIME = [
+    Label("//client"),
+    Label("//client:callback_reactor"),
+    Label("//client:typed_call"),
+]
+
+def _import_path(src, proto_source_root):
+    """The path protoc knows `src` by (what an `import` statement names)."""
+    path = src.path
+    if proto_source_root and proto_source_root != "." and path.startswith(proto_source_root + "/"):
+        return path[len(proto_source_root) + 1:]
+
+    # No import root of its own: the path inside its repository.
+    short = src.short_path
+    if short.startswith("../"):
+        short = short.split("/", 2)[2]
+    return short
+
+def _proto_stubs_impl(ctx):
+    out_prefix = "_" + ctx.label.name
+    headers = []
+    sources = []
+    import_paths = []
+    out_dir = None
+    for src in ctx.attr.srcs:
+        info = src[ProtoInfo]
+        for proto in info.direct_sources:
+            import_path = _import_path(proto, info.proto_source_root)
+            import_paths.append(import_path)
+            base = import_path[:-len(".proto")]
+            for suffix in ctx.attr.suffixes:
+                rel = base + suffix
+                out = ctx.actions.declare_file(out_prefix + "/" + rel)
+                (headers if suffix.endswith(".h") else sources).append(out)
+
+                # protoc writes <out_dir>/<import path minus .proto><suffix>.
+                out_dir = out.path[:-len(rel) - 1]
+    if not import_paths:
+        fail("%s: srcs hold no .proto files" % ctx.label)
+
+    # protoc reads the .proto files themselves (not the descriptor sets:
+    # those lack the comments the stubs copy), each import root as -I.
+    protos = depset(transitive = [src[ProtoInfo].transitive_sources for src in ctx.attr.srcs])
+    roots = depset(transitive = [src[ProtoInfo].transitive_proto_path for src in ctx.attr.srcs])
+    plugin = ctx.executable.plugin
+    out_flag = out_dir
+    if ctx.attr.plugin_options:
+        out_flag = ",".join(ctx.attr.plugin_options) + ":" + out_dir
+    args = ctx.actions.args()
+    args.add("--plugin=protoc-gen-stubs=" + plugin.path)
+    args.add("--stubs_out=" + out_flag)
+    args.add_all(roots, format_each = "-I%s")
+    args.add_all(import_paths)
+    ctx.actions.run(
+        executable = ctx.executable._protoc,
+        arguments = [args],
+        inputs = protos,
+        tools = [plugin],
+        outputs = headers + sources,
+        mnemonic = "ProtoStubs",
+        progress_message = "Generating %s stubs for %s" % (plugin.basename, ctx.label),
+    )
+    return [
+        DefaultInfo(
+            files = depset(headers + sources),
+            runfiles = ctx.runfiles(files = headers + sources),
+        ),
+        OutputGroupInfo(headers = depset(headers), sources = depset(sources)),
+    ]
+
+_proto_stubs = rule(
+    implementation = _proto_stubs_impl,
+    attrs = {
+        "srcs": attr.label_list(providers = [ProtoInfo], mandatory = True),
+        "plugin": attr.label(executable = True, cfg = "exec", mandatory = True),
+        "plugin_options": attr.string_list(),
+        "suffixes": attr.string_list(mandatory = True),
+        "_protoc": attr.label(
+            default = Label("@com_google_protobuf//:protoc"),
+            executable = True,
+            cfg = "exec",
+        ),
+    },
+)
+
+def proto_stubs_cc_library(
+        name,
+        srcs,
+        plugin,
+        suffixes,
+        deps = [],
+        plugin_options = [],
+        **kwargs):
+    """A cc_library of a C++ protoc plugin's output for proto_library targets.
+
+    Args:
+      name: the cc_library.
+      srcs: proto_library targets whose own .proto files get stubs.
+      plugin: the protoc plugin (an executable label).
+      suffixes: what the plugin appends to each proto's base name, headers
+        first (e.g. [".grpc.pb.h", ".grpc.pb.cc"]).
+      deps: the cc_proto_library of srcs, and what the stubs link.
+      plugin_options: passed to the plugin (--stubs_out=OPTS:DIR).
+      **kwargs: testonly, visibility, tags, copts, ... of the cc_library.
+    """
+    testonly = kwargs.get("testonly", False)
+    _proto_stubs(
+        name = name + "_gen",
+        srcs = srcs,
+        plugin = plugin,
+        plugin_options = plugin_options,
+        suffixes = suffixes,
+        testonly = testonly,
+        visibility = ["//visibility:private"],
+    )
+    for group in ["headers", "sources"]:
+        native.filegroup(
+            name = name + "_gen_" + group,
+            srcs = [":" + name + "_gen"],
+            output_group = group,
+            testonly = testonly,
+            visibility = ["//visibility:private"],
+        )
+    native.cc_library(
+        name = name,
+        srcs = [":" + name + "_gen_sources"],
+        hdrs = [":" + name + "_gen_headers"],
+        strip_include_prefix = "_" + name + "_gen",
+        deps = deps,
+        **kwargs
+    )
 
 def ringrpc_cc_library(
         name,
@@ -19,45 +173,52 @@ def ringrpc_cc_library(
         deps = [],
         proto_deps = [],
         nested_namespace = "",
-        testonly = False,
-        visibility = None):
-    """Declares `name` (the cc_library) and `name`_gen (the protoc run).
+        **kwargs):
+    """ringrpc's stubs (X.ringrpc.pb.{h,cc}) as a cc_library.
 
     Args:
       name: the cc_library.
-      srcs: .proto files in this package.
-      deps: other ringrpc_cc_library targets these protos import.
-      proto_deps: the .proto files those imports name (protoc reads them).
-      nested_namespace: put the stubs in <package>::<this> (to link grpc++'s
-        generated code for the same protos in one program).
-      testonly: as for any rule.
-      visibility: of the cc_library.
+      srcs: proto_library targets (any repository), or .proto files of this
+        package (then NAME_proto and NAME_cc_proto are declared here).
+      deps: with proto_library srcs, the cc_proto_library (or grpc++'s
+        generated library) that holds their messages. With .proto files,
+        the other ringrpc_cc_library targets (convenience form) whose
+        protos these import.
+      proto_deps: convenience form only: further proto_library targets the
+        files import (e.g. "@com_google_protobuf//:timestamp_proto").
+      nested_namespace: put the stubs in <package>::<this>, to link grpc++'s
+        generated stubs for the same protos in one program.
+      **kwargs: testonly, visibility, tags, copts, ... of the cc_library.
     """
-    outs = []
-    for src in srcs:
-        base = src[:-len(".proto")]
-        outs += [base + ".pb.h", base + ".pb.cc", base + ".ringrpc.pb.h", base + ".ringrpc.pb.cc"]
-    native.genrule(
-        name = name + "_gen",
-        testonly = testonly,
-        srcs = srcs + proto_deps,
-        outs = outs,
-        tools = [_PLUGIN],
-        cmd = ("/usr/bin/protoc -I. --cpp_out=$(GENDIR) " +
-               ("--ringrpc_out=nested_namespace=%s:$(GENDIR) " % nested_namespace if nested_namespace else "--ringrpc_out=$(GENDIR) ") +
-               "--plugin=protoc-gen-ringrpc=$(location %s) " % str(_PLUGIN) +
-               " ".join(["$(location %s)" % s for s in srcs])),
-    )
-    native.cc_library(
+    files = [s for s in srcs if s.endswith(".proto")]
+    if files and len(files) != len(srcs):
+        fail("%s: srcs mixes .proto files and proto_library targets" % name)
+    if files:
+        testonly = kwargs.get("testonly", False)
+        visibility = kwargs.get("visibility", None)
+        native.proto_library(
+            name = name + "_proto",
+            srcs = files,
+            deps = [d + "_proto" for d in deps] + proto_deps,
+            testonly = testonly,
+            visibility = visibility,
+        )
+        native.cc_proto_library(
+            name = name + "_cc_proto",
+            deps = [":" + name + "_proto"],
+            testonly = testonly,
+            visibility = visibility,
+        )
+        srcs = [":" + name + "_proto"]
+        deps = [":" + name + "_cc_proto"] + deps
+    elif proto_deps:
+        fail("%s: proto_deps is for the .proto-file form; list proto_library targets in srcs" % name)
+    proto_stubs_cc_library(
         name = name,
-        testonly = testonly,
-        srcs = [o for o in outs if o.endswith(".cc")],
-        hdrs = [o for o in outs if o.endswith(".h")],
-        deps = deps + [
-            Label("//client"),
-            Label("//client:callback_reactor"),
-            Label("//client:typed_call"),
-            "@system//:protobuf",
-        ],
-        visibility = visibility,
+        srcs = srcs,
+        plugin = _RINGRPC_PLUGIN,
+        plugin_options = ["nested_namespace=" + nested_namespace] if nested_namespace else [],
+        suffixes = [".ringrpc.pb.h", ".ringrpc.pb.cc"],
+        deps = deps + _RINGRPC_RUNTIME,
+        **kwargs
     )
