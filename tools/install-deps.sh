@@ -10,6 +10,7 @@ PACKAGES=(
   libprotobuf-dev libprotoc-dev protobuf-compiler
   libabsl-dev liburing-dev libnghttp2-dev libssl-dev
   libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev
+  cmake make pkgconf
 )
 
 missing=()

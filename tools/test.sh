@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Runs every test: the whole suite in the default configuration (optimised,
 # debug info), again under ASAN+UBSAN, the concurrent tests (tag "tsan")
-# under ThreadSanitizer, a separate workspace that uses ringrpc as a
-# dependency, the layer check (docs/architecture.md's map against the Bazel
-# graph) and a clang build of the library with -Wthread-safety as errors. Installs the Debian packages it lacks first.
+# under ThreadSanitizer, the layer check (docs/architecture.md's map against
+# the Bazel graph), a clang build of the library with -Wthread-safety as
+# errors, and the two consumers: a Bazel workspace and a CMake project that
+# use ringrpc as a dependency. Installs the Debian packages it lacks first.
 # Ends with the line "tests: N passed, M failed" (one count per test target
 # per configuration) and exits non-zero if anything failed or did not build.
 set -uo pipefail
@@ -65,9 +66,14 @@ libs=$(bazel query --noshow_progress \
   'attr(testonly, 0, kind("cc_library", //base/... + //pool/... + //client/...))' 2>/dev/null)
 run_check threadsafety bazel build --config=threadsafety $libs
 
-# A separate user workspace that depends on ringrpc through
-# local_repository and ringrpc_cc_library (README.md), built and run.
+# The two ways in for a user, each built and run as docs/user-guide.md says
+# (check-recipes: the guide's blocks are these files verbatim): a Bazel
+# workspace whose protos come from another repository, and a CMake project
+# against ringrpc installed into a temporary prefix (plus pkg-config).
+run_check recipes tools/check-recipes.sh
 run_check external-workspace tests/external_workspace/run.sh
+run_check cmake-sources tools/cmake-sources.sh --check
+run_check cmake-consumer tests/cmake_consumer/run.sh
 
 [ "$total_fail" -ne 0 ] && status=1
 echo "tests: $total_pass passed, $total_fail failed"
