@@ -597,7 +597,7 @@ TEST_P(TransportTest, SlowReaderHoldsTheServerBack) {
   ASSERT_TRUE(call.ok());
   (void)(*call)->Enqueue(req.SerializeAsString());
   (*call)->WritesDone();
-  long rss = ::ringrpc::testing::RssKiB();
+  [[maybe_unused]] long rss = ::ringrpc::testing::RssKiB();
   for (int i = 0; i < 30; ++i) loop_->RunOnce(milliseconds(10));
 #if !defined(__SANITIZE_ADDRESS__)
   EXPECT_LT(::ringrpc::testing::RssKiB() - rss, 16 * 1024) << "KiB buffered for a reader that took nothing";
