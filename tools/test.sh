@@ -21,6 +21,7 @@ run_config() {
   local name="$1"; shift
   local log="$logdir/$name.log"
   echo "== $name: bazel test $*"
+  local start=$SECONDS
   # No "|| true" here: it would replace PIPESTATUS with its own (0) and
   # hide Bazel's exit status (the script does not use set -e).
   bazel test --keep_going "$@" 2>&1 | tee "$log" | grep -E '^//|^Executed|^ERROR'
@@ -31,7 +32,7 @@ run_config() {
   # A target that did not build is a failure even when Bazel lists no test.
   if [ "$rc" -ne 0 ] && [ "$fail" -eq 0 ]; then fail=1; fi
   [ "$rc" -ne 0 ] && status=1
-  echo "== $name: $pass passed, $fail failed (bazel exit $rc; log $log)"
+  echo "== $name: $pass passed, $fail failed (bazel exit $rc; $((SECONDS - start)) s; log $log)"
   # Each failed test by name, with the log Bazel kept for it.
   grep -E '^//\S+\s+(\(cached\) )?(FAILED|TIMEOUT|NO STATUS|INCOMPLETE|FLAKY)' "$log" |
     awk '{print "   failed: " $1}' || true
@@ -50,12 +51,13 @@ run_check() {
   local name="$1"; shift
   local log="$logdir/$name.log"
   echo "== $name: $1 ..."
+  local start=$SECONDS
   if "$@" > "$log" 2>&1; then
-    echo "== $name: 1 passed, 0 failed"
+    echo "== $name: 1 passed, 0 failed ($((SECONDS - start)) s)"
     total_pass=$((total_pass + 1))
   else
     tail -20 "$log"
-    echo "== $name: 0 passed, 1 failed (log $log)"
+    echo "== $name: 0 passed, 1 failed ($((SECONDS - start)) s; log $log)"
     total_fail=$((total_fail + 1))
   fi
 }
@@ -76,5 +78,6 @@ run_check cmake-sources tools/cmake-sources.sh --check
 run_check cmake-consumer tests/cmake_consumer/run.sh
 
 [ "$total_fail" -ne 0 ] && status=1
+echo "== all: ${SECONDS} s"
 echo "tests: $total_pass passed, $total_fail failed"
 exit $status
