@@ -58,10 +58,13 @@ class BlockingCallBase {
   BlockingCallBase(std::unique_ptr<ClientCall> call, Status open_status)
       : call_(std::move(call)), open_(std::move(open_status)) {}
 
-  bool WriteBytes(std::string message) {
+  bool WriteBytes(std::string message, WriteOptions options = WriteOptions()) {
     if (!call_ || Refused()) return false;
     bool ok = false;
-    Run([&]() -> Task<void> { ok = (co_await call_->Write(std::move(message))).ok(); });
+    Run([&]() -> Task<void> {
+      ok = (co_await call_->Write(std::move(message), !options.get_no_compression())).ok();
+      if (ok && options.is_last_message()) call_->WritesDone();
+    });
     return ok;
   }
   bool WritesDoneSync() {
@@ -148,6 +151,9 @@ class ClientWriter final : public BlockingCallBase {
                google::protobuf::MessageLite* response)
       : BlockingCallBase(std::move(call), std::move(open_status)), response_(response) {}
   bool Write(const Request& request) { return WriteBytes(request.SerializeAsString()); }
+  bool Write(const Request& request, WriteOptions options) {
+    return WriteBytes(request.SerializeAsString(), options);
+  }
   bool WritesDone() { return WritesDoneSync(); }
   // Half-closes if needed, reads the single response into the message given
   // at the start, and returns the status.
@@ -172,6 +178,9 @@ class ClientReaderWriter final : public BlockingCallBase {
   ClientReaderWriter(std::unique_ptr<ClientCall> call, Status open_status)
       : BlockingCallBase(std::move(call), std::move(open_status)) {}
   bool Write(const Request& request) { return WriteBytes(request.SerializeAsString()); }
+  bool Write(const Request& request, WriteOptions options) {
+    return WriteBytes(request.SerializeAsString(), options);
+  }
   bool WritesDone() { return WritesDoneSync(); }
   bool Read(Response* response) { return ReadInto(response); }
   Status Finish() { return FinishSync(); }

@@ -23,6 +23,7 @@ class ReactorCore : public std::enable_shared_from_this<ReactorCore> {
     google::protobuf::MessageLite* out = nullptr;  // kRead
     std::string bytes;                             // kWrite
     bool last = false;                             // kWrite: then WritesDone
+    bool compress = true;                          // kWrite: unless WriteOptions said no
     bool report = true;                            // false: the library's own
     int holds = 0;                                 // kHolds: +n or -1
   };
@@ -189,7 +190,7 @@ class ReactorCore : public std::enable_shared_from_this<ReactorCore> {
     bool ok = false;
     if (call_ != nullptr) {
       if (op.kind == Kind::kWrite) {
-        ok = (co_await call_->Write(op.bytes)).ok();
+        ok = (co_await call_->Write(op.bytes, op.compress)).ok();
         if (ok && op.last) call_->WritesDone();
       } else {
         call_->WritesDone();
@@ -245,7 +246,9 @@ class ReactorCore : public std::enable_shared_from_this<ReactorCore> {
       return;
     }
     done_ = true;
-    Status s = *final_;
+    // The call's status now, not when the Finisher saw it: a response that
+    // could not be decompressed after an OK end fails the call.
+    Status s = call_->FinishNow();
     if (!bad_message_.empty()) {
       s = Status(StatusCode::INTERNAL, "a response message does not parse as " + bad_message_);
     } else if (s.ok() && kind_ == ReactorKind::kClientStreaming && !got_response_) {
@@ -316,8 +319,11 @@ void ClientReactorBase::StartReadBytes(google::protobuf::MessageLite* out) {
   core_->Submit(Op{.kind = Op::Kind::kRead, .out = out});
 }
 
-void ClientReactorBase::StartWriteBytes(std::string message, bool last) {
-  core_->Submit(Op{.kind = Op::Kind::kWrite, .bytes = std::move(message), .last = last});
+void ClientReactorBase::StartWriteBytes(std::string message, bool last, bool compress) {
+  core_->Submit(Op{.kind = Op::Kind::kWrite,
+                   .bytes = std::move(message),
+                   .last = last,
+                   .compress = compress});
 }
 
 void ClientReactorBase::StartWritesDoneOp() {

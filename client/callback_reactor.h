@@ -76,7 +76,7 @@ class ClientReactorBase {
  protected:
   ClientReactorBase();
   void StartReadBytes(google::protobuf::MessageLite* out);
-  void StartWriteBytes(std::string message, bool last);
+  void StartWriteBytes(std::string message, bool last, bool compress = true);
   void StartWritesDoneOp();
 
  private:
@@ -84,19 +84,6 @@ class ClientReactorBase {
                                     ClientContext*, internal::ReactorKind, std::string,
                                     google::protobuf::MessageLite*);
   std::shared_ptr<internal::ReactorCore> core_;
-};
-
-// Options of one write, as in grpc++ (only what ringrpc honours).
-class WriteOptions {
- public:
-  WriteOptions& set_last_message() {
-    last_ = true;
-    return *this;
-  }
-  bool is_last_message() const { return last_; }
-
- private:
-  bool last_ = false;
 };
 
 template <typename Response>
@@ -111,7 +98,8 @@ class ClientWriteOps : public ClientReactorBase {
  public:
   void StartWrite(const Request* request) { StartWrite(request, WriteOptions()); }
   void StartWrite(const Request* request, WriteOptions options) {
-    StartWriteBytes(request->SerializeAsString(), options.is_last_message());
+    StartWriteBytes(request->SerializeAsString(), options.is_last_message(),
+                    !options.get_no_compression());
   }
   void StartWriteLast(const Request* request, WriteOptions options) {
     StartWrite(request, options.set_last_message());

@@ -70,7 +70,8 @@ class ClientCall {
   ClientCall& operator=(const ClientCall&) = delete;
 
   // Queues one message (copied now: `message` may go at once).
-  Task<Status> Write(std::string_view message);
+  // `compress`: false sends this message uncompressed (WriteOptions).
+  Task<Status> Write(std::string_view message, bool compress = true);
   void WritesDone();
   Task<std::optional<std::string>> Read();
   // Waits for the server's initial metadata and puts it in the context:

@@ -16,6 +16,11 @@
 
 namespace ringrpc {
 
+static_assert(static_cast<int>(transport::Compression::kGzip) ==
+                  static_cast<int>(CompressionAlgorithm::kGzip) &&
+              static_cast<int>(transport::Compression::kDeflate) ==
+                  static_cast<int>(CompressionAlgorithm::kDeflate));
+
 namespace internal {
 // The one place allowed into ClientContext's private fields.
 class CallAccess {
@@ -25,11 +30,17 @@ class CallAccess {
     return c.metadata_;
   }
   static std::shared_ptr<CancelState> cancel(const ClientContext& c) { return c.cancel_; }
-  static void SetResults(ClientContext& c, const transport::Metadata& initial,
+  static const std::optional<CompressionAlgorithm>& compression(const ClientContext& c) {
+    return c.compression_;
+  }
+  static void SetResults(ClientContext& c, const transport::Call& call,
                          const transport::Metadata& trailing, std::string peer) {
-    c.initial_ = {initial.begin(), initial.end()};
+    c.initial_ = {call.initial_metadata().begin(), call.initial_metadata().end()};
     c.trailing_ = {trailing.begin(), trailing.end()};
     c.peer_ = std::move(peer);
+    std::optional<transport::Compression> r = transport::ParseCompression(call.response_encoding());
+    c.response_compression_ =
+        r ? static_cast<CompressionAlgorithm>(*r) : CompressionAlgorithm::kNone;
   }
 };
 }  // namespace internal
@@ -112,10 +123,10 @@ struct ClientCall::Impl {
 ClientCall::ClientCall(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 ClientCall::~ClientCall() = default;
 
-Task<Status> ClientCall::Write(std::string_view message) {
+Task<Status> ClientCall::Write(std::string_view message, bool compress) {
   return [](Task<absl::Status> t) -> Task<Status> {
     co_return Status::FromAbsl(co_await std::move(t));
-  }(impl_->call->Write(message));
+  }(impl_->call->Write(message, compress));
 }
 bool ClientCall::never_sent() const { return impl_->call->never_sent(); }
 void ClientCall::WritesDone() { impl_->call->WritesDone(); }
@@ -138,8 +149,7 @@ Task<bool> ClientCall::ReadInitialMetadata() {
 
 bool ClientCall::PublishInitialMetadata() {
   if (!impl_->call->headers_received()) return false;
-  internal::CallAccess::SetResults(*impl_->ctx, impl_->call->initial_metadata(), {},
-                                   impl_->sc->record->name());
+  internal::CallAccess::SetResults(*impl_->ctx, *impl_->call, {}, impl_->sc->record->name());
   return true;
 }
 
@@ -151,8 +161,7 @@ Task<Status> ClientCall::Finish() {
 bool ClientCall::finished() const { return impl_->call->finished(); }
 
 Status ClientCall::FinishNow() {
-  internal::CallAccess::SetResults(*impl_->ctx, impl_->call->initial_metadata(),
-                                   impl_->call->trailing_metadata(),
+  internal::CallAccess::SetResults(*impl_->ctx, *impl_->call, impl_->call->trailing_metadata(),
                                    impl_->sc->record->name());
   return Status::FromAbsl(*impl_->call->status(), impl_->call->status_details().value_or(""));
 }
@@ -328,6 +337,9 @@ Task<std::unique_ptr<ClientCall>> CallOpener::Open(
                                         : TimePoint::max(),
             .cancel = CallAccess::cancel(*ctx)};
   transport::Metadata md(CallAccess::metadata(*ctx).begin(), CallAccess::metadata(*ctx).end());
+  const std::optional<CompressionAlgorithm>& asked = CallAccess::compression(*ctx);
+  const transport::Compression compression =
+      asked ? static_cast<transport::Compression>(*asked) : st.config().compression;
   for (;; ++a.number) {
     switch (co_await PickAndLease(a)) {
       case Step::kAgain: continue;
@@ -340,7 +352,9 @@ Task<std::unique_ptr<ClientCall>> CallOpener::Open(
         {.path = method,
          .deadline = a.deadline == TimePoint::max() ? std::nullopt
                                                     : std::optional<TimePoint>(a.deadline),
-         .metadata = md});
+         .metadata = md,
+         .compression = compression,
+         .compression_level = st.config().compression_level});
     if (!call.ok()) {
       a.last = call.status();
       if (call.status().code() == absl::StatusCode::kUnavailable &&

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "base/mutex.h"
+#include "client/write_options.h"
 
 namespace ringrpc {
 
@@ -37,6 +38,10 @@ struct CancelState {
   void (*cancel_running)(const std::shared_ptr<void>& call) ABSL_GUARDED_BY(mu) = nullptr;
 };
 }  // namespace internal
+
+// Message compression, grpc's numbering (GRPC_COMPRESS_NONE, _DEFLATE,
+// _GZIP): what a request may be compressed with and what a response was.
+enum class CompressionAlgorithm : int { kNone = 0, kDeflate = 1, kGzip = 2 };
 
 class ClientContext {
  public:
@@ -55,6 +60,19 @@ class ClientContext {
 
   // true: wait (up to the deadline) for a connection instead of failing
   // UNAVAILABLE at once while the channel cannot connect.
+  // Request messages are compressed with `algorithm` (grpc++'s
+  // set_compression_algorithm; kNone turns the channel's default off for
+  // this call). Responses in any encoding ringrpc speaks are accepted
+  // whatever is set here.
+  void set_compression_algorithm(CompressionAlgorithm algorithm) { compression_ = algorithm; }
+  // What set_compression_algorithm set (kNone if nothing), as in grpc++.
+  CompressionAlgorithm compression_algorithm() const {
+    return compression_.value_or(CompressionAlgorithm::kNone);
+  }
+  // The encoding the server's messages came in (its grpc-encoding), once
+  // its initial metadata arrived: kNone for identity or none.
+  CompressionAlgorithm response_compression_algorithm() const { return response_compression_; }
+
   void set_wait_for_ready(bool wait) { wait_for_ready_ = wait; }
   bool wait_for_ready() const { return wait_for_ready_; }
 
@@ -85,6 +103,8 @@ class ClientContext {
   std::optional<std::chrono::system_clock::time_point> deadline_;
   std::vector<std::pair<std::string, std::string>> metadata_;
   bool wait_for_ready_ = false;
+  std::optional<CompressionAlgorithm> compression_;
+  CompressionAlgorithm response_compression_ = CompressionAlgorithm::kNone;
   std::shared_ptr<internal::CancelState> cancel_;
   std::multimap<std::string, std::string> initial_, trailing_;
   std::string peer_;

@@ -40,8 +40,8 @@ class TypedCall {
  public:
   explicit TypedCall(std::unique_ptr<ClientCall> call) : call_(std::move(call)) {}
 
-  Task<Status> Write(const Request& request) {
-    return call_->Write(request.SerializeAsString());
+  Task<Status> Write(const Request& request, WriteOptions options = WriteOptions()) {
+    return call_->Write(request.SerializeAsString(), !options.get_no_compression());
   }
   void WritesDone() { call_->WritesDone(); }
   // False at the end of the stream (or on a message that does not parse:

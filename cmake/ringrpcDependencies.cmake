@@ -15,6 +15,7 @@ _ringrpc_find_package(Threads)
 _ringrpc_find_package(Protobuf)
 _ringrpc_find_package(absl CONFIG)
 _ringrpc_find_package(OpenSSL)
+_ringrpc_find_package(ZLIB)
 _ringrpc_find_package(PkgConfig)
 pkg_check_modules(RINGRPC_URING REQUIRED IMPORTED_TARGET liburing)
 pkg_check_modules(RINGRPC_NGHTTP2 REQUIRED IMPORTED_TARGET libnghttp2)
@@ -33,4 +34,5 @@ set(RINGRPC_LINK_LIBRARIES
   PkgConfig::RINGRPC_NGHTTP2
   OpenSSL::SSL
   OpenSSL::Crypto
+  ZLIB::ZLIB
   Threads::Threads)

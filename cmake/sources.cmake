@@ -21,6 +21,7 @@ set(RINGRPC_SOURCES
   client/subchannel_events.cc
   client/transport/address.cc
   client/transport/call.cc
+  client/transport/compression.cc
   client/transport/grpc_wire.cc
   client/transport/http2_callbacks.cc
   client/transport/http2_connect.cc
@@ -63,6 +64,7 @@ set(RINGRPC_HEADERS
   client/subchannel_events.h
   client/transport/address.h
   client/transport/call.h
+  client/transport/compression.h
   client/transport/grpc_wire.h
   client/transport/http2_connection.h
   client/transport/internal/http2_callbacks.h
@@ -71,6 +73,7 @@ set(RINGRPC_HEADERS
   client/transport/metadata.h
   client/transport/tls.h
   client/typed_call.h
+  client/write_options.h
   pool/config.h
   pool/exchange.h
   pool/internal/shard.h

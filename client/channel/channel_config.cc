@@ -167,6 +167,18 @@ void ReadChannelArgs(Reader& r, ChannelConfig& c) {
     conn.user_agent = absl::StrCat(v, " ", conn.user_agent);
     return absl::OkStatus();
   });
+  // Requests' compression: grpc's algorithm numbers (0 none, 1 deflate,
+  // 2 gzip) and levels (0 none, 1 low, 2 medium, 3 high -> zlib 1, 6, 9);
+  // a level without an algorithm means gzip.
+  std::optional<int> algorithm, level;
+  r.Int("grpc.default_compression_algorithm", 0, 2, [&](int v) { algorithm = v; });
+  r.Int("grpc.default_compression_level", 0, 3, [&](int v) { level = v; });
+  if (level) {
+    constexpr int kZlibLevel[] = {transport::kDefaultCompressionLevel, 1, 6, 9};
+    c.compression_level = kZlibLevel[*level];
+    if (!algorithm && *level > 0) algorithm = static_cast<int>(transport::Compression::kGzip);
+  }
+  if (algorithm) c.compression = static_cast<transport::Compression>(*algorithm);
 }
 
 // ringrpc.* keys: CQ threads, poller, the per-thread pool and the reservoir.

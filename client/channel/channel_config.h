@@ -44,6 +44,10 @@ struct ChannelConfig {
   // Per thread, per address: the pool's configuration.
   pool::PoolConfig pool;
   size_t reservoir_capacity = 0;  // 0: no reservoir
+  // Requests' default encoding (a call's ClientContext may override it)
+  // and zlib's level for it.
+  transport::Compression compression = transport::Compression::kIdentity;
+  int compression_level = transport::kDefaultCompressionLevel;
 };
 
 absl::StatusOr<ChannelConfig> ParseChannelArguments(const ChannelArguments& args);

@@ -29,8 +29,12 @@ class Call::DeadlineTimer final : public TimerCallback {
   uint64_t id_ = 0;
 };
 
-Call::Call(std::shared_ptr<Http2Connection> conn, uint32_t max_receive)
+Call::Call(std::shared_ptr<Http2Connection> conn, uint32_t max_receive,
+           Compression send_compression, int send_level)
     : conn_(std::move(conn)),
+      send_compression_(send_compression),
+      send_level_(send_level),
+      max_receive_(max_receive),
       decoder_(max_receive),
       read_event_(*conn_->loop_),
       write_event_(*conn_->loop_),
@@ -59,13 +63,13 @@ void Call::Wake() {
   write_event_.Set();
 }
 
-Task<absl::Status> Call::Write(std::string_view message) {
+Task<absl::Status> Call::Write(std::string_view message, bool compress) {
   // The bytes are framed into out_ now, before the task starts: the caller
   // may drop (or keep, for a retry) `message` as soon as this returns.
-  return WaitForRoom(Enqueue(message));
+  return WaitForRoom(Enqueue(message, compress));
 }
 
-absl::Status Call::Enqueue(std::string_view message) {
+absl::Status Call::Enqueue(std::string_view message, bool compress) {
   if (status_) {
     return status_->ok()
                ? absl::FailedPreconditionError("Write after the call ended")
@@ -81,7 +85,21 @@ absl::Status Call::Enqueue(std::string_view message) {
     conn_->ResetStream(this, NGHTTP2_CANCEL);
     return s;
   }
-  AppendFramedMessage(out_, message);
+  if (compress && send_compression_ != Compression::kIdentity) {
+    // Compressed straight into out_ behind a prefix written afterwards; kept
+    // only if it is smaller (gRPC's rule: the flag is per message).
+    const size_t at = out_.size();
+    out_.append(5, '\0');
+    absl::Status s = Compress(send_compression_, send_level_, message, out_);
+    if (s.ok() && out_.size() - at - 5 < message.size()) {
+      WriteMessagePrefix(out_, at, static_cast<uint32_t>(out_.size() - at - 5), true);
+    } else {
+      out_.resize(at);
+      AppendFramedMessage(out_, message);
+    }
+  } else {
+    AppendFramedMessage(out_, message);
+  }
   if (data_deferred_) {
     data_deferred_ = false;
     nghttp2_session_resume_data(conn_->session_, stream_id_);
@@ -120,13 +138,36 @@ void Call::CreditConsumed() {
 Task<std::optional<std::string>> Call::Read() {
   for (;;) {
     if (status_ && !status_->ok()) co_return std::nullopt;
-    if (std::optional<std::string> m = decoder_.Next()) {
+    if (std::optional<ReceivedMessage> m = decoder_.Next()) {
       CreditConsumed();  // the reader took it: the server may send more
-      co_return m;
+      if (!m->compressed) co_return std::move(m->bytes);
+      absl::StatusOr<std::string> plain = Inflate(m->bytes);
+      if (plain.ok()) co_return std::move(*plain);
+      // The server may have ended the call OK before this message was read:
+      // a response the client cannot decode still fails the call.
+      if (status_ && status_->ok()) status_ = plain.status();
+      End(plain.status());
+      conn_->ResetStream(this, NGHTTP2_CANCEL);
+      co_return std::nullopt;
     }
     if (status_ || remote_closed_) co_return std::nullopt;
     co_await read_event_.Wait();
   }
+}
+
+absl::StatusOr<std::string> Call::Inflate(std::string_view bytes) const {
+  if (response_encoding_.empty() || response_encoding_ == "identity") {
+    return absl::InternalError(absl::StrCat(
+        "the server sent a compressed message without naming its grpc-encoding (",
+        response_encoding_.empty() ? "none" : "identity", ")"));
+  }
+  std::optional<Compression> c = ParseCompression(response_encoding_);
+  if (!c) {
+    return absl::InternalError(absl::StrCat(
+        "the server compressed a message with \"", response_encoding_,
+        "\", which the client did not offer (grpc-accept-encoding: ", kAcceptEncoding, ")"));
+  }
+  return Decompress(*c, bytes, max_receive_);
 }
 
 Task<void> Call::WaitForInitialMetadata() {

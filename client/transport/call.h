@@ -23,9 +23,11 @@
 #include <string_view>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "base/task.h"
 #include "base/time.h"
 #include "client/runtime/loop_event.h"
+#include "client/transport/compression.h"
 #include "client/transport/grpc_wire.h"
 #include "client/transport/metadata.h"
 
@@ -47,11 +49,16 @@ class Call {
   // caller may keep or drop `message` at once. The task waits while more
   // than 1 MiB is queued unsent. An ended call returns its status; a
   // message over max_send_message_size ends the call RESOURCE_EXHAUSTED.
-  Task<absl::Status> Write(std::string_view message);
+  // With `compress` (and a request encoding other than identity) the
+  // message is sent compressed, unless that does not make it smaller.
+  Task<absl::Status> Write(std::string_view message, bool compress = true);
   // Half-closes: no more messages from the client.
   void WritesDone();
-  // The next message; nullopt once the server has ended the stream (or the
-  // call ended): then Finish() has the status.
+  // The next message (inflated if the server compressed it); nullopt once
+  // the server has ended the stream (or the call ended): then Finish() has
+  // the status. A message that cannot be inflated (corrupt, over the
+  // receive limit once inflated, an encoding never offered) ends the call
+  // with that error, even if the server had already ended it OK.
   Task<std::optional<std::string>> Read();
   // Waits for the initial metadata (or the end of the call).
   Task<void> WaitForInitialMetadata();
@@ -70,7 +77,10 @@ class Call {
   const std::optional<absl::Status>& status() const { return status_; }
   // Queues one message (copied now) without waiting for room: what Write
   // does before it waits.
-  absl::Status Enqueue(std::string_view message);
+  absl::Status Enqueue(std::string_view message, bool compress = true);
+  // The response's grpc-encoding as the server named it ("" if it sent
+  // none); its compressed messages are inflated by Read().
+  const std::string& response_encoding() const { return response_encoding_; }
   bool headers_received() const { return headers_received_; }
   const Metadata& initial_metadata() const { return initial_metadata_; }
   const Metadata& trailing_metadata() const { return trailing_metadata_; }
@@ -83,9 +93,13 @@ class Call {
 
  private:
   friend class Http2Connection;
-  Call(std::shared_ptr<Http2Connection> conn, uint32_t max_receive);
+  Call(std::shared_ptr<Http2Connection> conn, uint32_t max_receive, Compression send_compression,
+       int send_level);
 
   Task<absl::Status> WaitForRoom(absl::Status queued);
+  // A received message whose compressed flag was set, inflated per the
+  // response's grpc-encoding (within the receive limit).
+  absl::StatusOr<std::string> Inflate(std::string_view bytes) const;
   // Gives the server back window for the bytes the reader no longer waits
   // on: everything but complete messages not yet read.
   void CreditConsumed();
@@ -102,8 +116,12 @@ class Call {
   size_t out_offset_ = 0;
   bool writes_done_ = false;
   bool data_deferred_ = false;
+  const Compression send_compression_;
+  const int send_level_;  // zlib's level
   // Incoming.
+  const uint32_t max_receive_;
   MessageDecoder decoder_;
+  std::string response_encoding_;
   size_t held_ = 0;  // received DATA bytes not yet credited back (flow control)
   bool headers_received_ = false;
   bool in_trailers_ = false;

@@ -16,6 +16,7 @@
 #include "client/transport/grpc_wire.h"
 
 using ringrpc::transport::AppendFramedMessage;
+using ringrpc::transport::ReceivedMessage;
 using ringrpc::transport::MessageDecoder;
 
 namespace {
@@ -40,10 +41,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::string_view chunk = input.substr(off, piece);
     decoder.Feed(chunk);
     fed += chunk.size();
-    while (std::optional<std::string> m = decoder.Next()) {
+    while (std::optional<ReceivedMessage> m = decoder.Next()) {
       Check(!broken, "a message came out after an error");
-      Check(m->size() <= limit, "a message over the limit came out");
-      AppendFramedMessage(reframed, *m);
+      Check(m->bytes.size() <= limit, "a message over the limit came out");
+      AppendFramedMessage(reframed, m->bytes, m->compressed);
     }
     if (!decoder.error().ok()) {
       Check(decoder.error().code() == absl::StatusCode::kResourceExhausted ||

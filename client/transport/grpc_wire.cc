@@ -10,10 +10,16 @@
 
 namespace ringrpc::transport {
 
-void AppendFramedMessage(std::string& out, std::string_view message) {
-  uint32_t n = static_cast<uint32_t>(message.size());
-  char prefix[5] = {0, char(n >> 24), char(n >> 16), char(n >> 8), char(n)};
-  out.append(prefix, 5);
+void WriteMessagePrefix(std::string& out, size_t at, uint32_t n, bool compressed) {
+  const char prefix[5] = {char(compressed ? 1 : 0), char(n >> 24), char(n >> 16), char(n >> 8),
+                          char(n)};
+  out.replace(at, 5, prefix, 5);
+}
+
+void AppendFramedMessage(std::string& out, std::string_view message, bool compressed) {
+  const size_t at = out.size();
+  out.append(5, '\0');
+  WriteMessagePrefix(out, at, static_cast<uint32_t>(message.size()), compressed);
   out.append(message);
 }
 
@@ -132,10 +138,8 @@ void MessageDecoder::Parse() {
     if (!in_body_) {
       if (buf_.size() - pos < 5) break;
       auto b = reinterpret_cast<const unsigned char*>(buf_.data() + pos);
-      if (b[0] != 0) {
-        error_ = absl::InternalError(
-            b[0] == 1 ? "compressed gRPC message, but no compression was negotiated"
-                      : absl::StrCat("invalid gRPC message flag byte ", int(b[0])));
+      if (b[0] > 1) {
+        error_ = absl::InternalError(absl::StrCat("invalid gRPC message flag byte ", int(b[0])));
         break;
       }
       uint32_t len = uint32_t(b[1]) << 24 | uint32_t(b[2]) << 16 |
@@ -148,38 +152,39 @@ void MessageDecoder::Parse() {
       pos += 5;
       in_body_ = true;
       need_ = len;
-      current_.clear();
+      current_.bytes.clear();
+      current_.compressed = b[0] == 1;
       // What has arrived, not what the peer announces: a 4 GiB prefix
       // under an unlimited receive size must not allocate 4 GiB up front.
-      current_.reserve(std::min<size_t>(len, buf_.size() - pos));
+      current_.bytes.reserve(std::min<size_t>(len, buf_.size() - pos));
     }
     size_t take = std::min(need_, buf_.size() - pos);
     try {
-      current_.append(buf_, pos, take);
+      current_.bytes.append(buf_, pos, take);
     } catch (const std::bad_alloc&) {
       // Out of memory (or address space) growing a message: the call ends
       // with a status; nothing escapes into the user's code.
       error_ = absl::ResourceExhaustedError(absl::StrCat(
-          "out of memory receiving a message of ", current_.size() + need_, " bytes"));
-      std::string().swap(current_);
+          "out of memory receiving a message of ", current_.bytes.size() + need_, " bytes"));
+      std::string().swap(current_.bytes);
       break;
     }
     pos += take;
     need_ -= take;
     if (need_ != 0) break;
     in_body_ = false;
-    ready_bytes_ += 5 + current_.size();
+    ready_bytes_ += 5 + current_.bytes.size();
     ready_.push_back(std::move(current_));
-    current_.clear();
+    current_ = ReceivedMessage();
   }
   buf_.erase(0, pos);
 }
 
-std::optional<std::string> MessageDecoder::Next() {
+std::optional<ReceivedMessage> MessageDecoder::Next() {
   if (ready_.empty()) return std::nullopt;
-  std::string m = std::move(ready_.front());
+  ReceivedMessage m = std::move(ready_.front());
   ready_.pop_front();
-  ready_bytes_ -= 5 + m.size();
+  ready_bytes_ -= 5 + m.bytes.size();
   return m;
 }
 

@@ -21,8 +21,11 @@
 
 namespace ringrpc::transport {
 
-// Appends the 5-byte prefix (uncompressed) and `message` to `out`.
-void AppendFramedMessage(std::string& out, std::string_view message);
+// Appends the 5-byte prefix and `message` to `out`; `compressed` sets the
+// prefix's flag (the bytes are then in the call's grpc-encoding).
+void AppendFramedMessage(std::string& out, std::string_view message, bool compressed = false);
+// The 5-byte prefix at out[at] for a message of `size` bytes.
+void WriteMessagePrefix(std::string& out, size_t at, uint32_t size, bool compressed);
 
 // grpc-timeout value for `d` (rounded up, at most 8 digits, the finest unit
 // that fits). `d` <= 0 gives "1n" (already expired: let the server say so).
@@ -47,6 +50,13 @@ inline bool IsBinaryHeader(std::string_view key) {
   return key.size() > 4 && key.substr(key.size() - 4) == "-bin";
 }
 
+// One received message as it came: its bytes, and whether the prefix's
+// compressed flag was set (then they are in the response's grpc-encoding).
+struct ReceivedMessage {
+  std::string bytes;
+  bool compressed = false;
+};
+
 // Splits a DATA stream into gRPC messages. The length prefix is checked
 // against the limit before anything is allocated for the message.
 class MessageDecoder {
@@ -56,9 +66,9 @@ class MessageDecoder {
   // Adds bytes. After an error, further bytes are ignored.
   void Feed(std::string_view bytes);
   // The next complete message, or nullopt if none (yet).
-  std::optional<std::string> Next();
-  // RESOURCE_EXHAUSTED (over the limit) or INTERNAL (compressed flag set:
-  // ringrpc negotiates no compression) once broken; OK otherwise.
+  std::optional<ReceivedMessage> Next();
+  // RESOURCE_EXHAUSTED (over the limit) or INTERNAL (a flag byte other than
+  // 0 or 1) once broken; OK otherwise.
   const absl::Status& error() const { return error_; }
   // True when bytes of an unfinished message are buffered (a stream that
   // ends here ended mid-message).
@@ -74,8 +84,8 @@ class MessageDecoder {
   std::string buf_;       // unparsed bytes
   size_t need_ = 0;       // body bytes still missing for current_
   bool in_body_ = false;
-  std::string current_;
-  std::deque<std::string> ready_;
+  ReceivedMessage current_;
+  std::deque<ReceivedMessage> ready_;
   size_t ready_bytes_ = 0;
   absl::Status error_;
 };

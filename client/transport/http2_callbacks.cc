@@ -109,11 +109,12 @@ int Http2Connection::Callbacks::OnHeader(nghttp2_session* s,
       return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;  // nghttp2 resets the
                                                      // stream
     }
+  } else if (k == "grpc-encoding") {
+    if (!call->in_trailers_) call->response_encoding_ = std::string(v);
   } else if (k == "grpc-status-details-bin") {
     absl::StatusOr<std::string> d = DecodeBinaryHeader(v);
     if (d.ok()) call->details_ = std::move(*d);
-  } else if (!k.empty() && k[0] != ':' && k != "content-type" &&
-             k != "grpc-encoding" && k != "grpc-accept-encoding") {
+  } else if (!k.empty() && k[0] != ':' && k != "grpc-accept-encoding") {
     std::string decoded(v);
     if (IsBinaryHeader(k)) {
       absl::StatusOr<std::string> d = DecodeBinaryHeader(v);

@@ -418,7 +418,11 @@ absl::StatusOr<std::unique_ptr<Call>> Http2Connection::StartCall(CallOptions opt
       Header("te", "trailers"),
       Header("content-type", "application/grpc"),
       Header("user-agent", options_.user_agent),
+      Header("grpc-accept-encoding", kAcceptEncoding),
   };
+  if (options.compression != Compression::kIdentity) {
+    nva.push_back(Header("grpc-encoding", CompressionName(options.compression)));
+  }
   if (options.deadline) {
     timeout = EncodeGrpcTimeout(*options.deadline - loop_->Now());
     nva.push_back(Header("grpc-timeout", timeout));
@@ -434,7 +438,8 @@ absl::StatusOr<std::unique_ptr<Call>> Http2Connection::StartCall(CallOptions opt
     }
   }
 
-  std::unique_ptr<Call> call(new Call(shared_from_this(), options_.max_receive_message_size));
+  std::unique_ptr<Call> call(new Call(shared_from_this(), options_.max_receive_message_size,
+                                      options.compression, options.compression_level));
   nghttp2_data_provider provider;
   provider.source.ptr = call.get();
   provider.read_callback = Callbacks::ReadData;

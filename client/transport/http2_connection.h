@@ -113,6 +113,10 @@ class Http2Connection : public std::enable_shared_from_this<Http2Connection> {
     std::string_view path;  // "/package.Service/Method"; read during StartCall only
     std::optional<TimePoint> deadline;
     Metadata metadata;  // -bin values raw; encoded on the wire
+    // The request messages' grpc-encoding (each Write may still opt out),
+    // and zlib's level for it. Every request offers kAcceptEncoding.
+    Compression compression = Compression::kIdentity;
+    int compression_level = kDefaultCompressionLevel;
   };
   // Opens a stream and sends the request headers. UNAVAILABLE if the
   // connection is closed or draining (GOAWAY), RESOURCE_EXHAUSTED at the

@@ -62,8 +62,9 @@ absl::Status CheckRequestHeaderSize(const Metadata& md, size_t fixed_bytes,
     list += k.size() + value + 32;
     block += k.size() + value + 2;
   }
-  // Pseudo-headers, te, content-type, user-agent, grpc-timeout.
-  const size_t fixed = fixed_bytes + 256;
+  // Pseudo-headers, te, content-type, user-agent, grpc-timeout,
+  // grpc-accept-encoding, grpc-encoding.
+  const size_t fixed = fixed_bytes + 384;
   if (list + fixed > peer_max_header_list || block + fixed > kMaxSendHeaderBlock) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "request metadata of ", list, " bytes is over the limit of ",

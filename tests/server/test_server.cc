@@ -44,13 +44,25 @@ bool SleepWatching(ServerContext* ctx, int ms) {
 }
 
 // x-echo-* request metadata comes back as initial metadata, x-trailer-* as
-// trailing metadata.
+// trailing metadata. x-compress-response: gzip|deflate compresses the
+// response messages (x-compress-mixed: every other streamed message goes
+// uncompressed).
 void EchoMetadata(ServerContext* ctx) {
   for (const auto& [k, v] : ctx->client_metadata()) {
     std::string key(k.data(), k.size()), value(v.data(), v.size());
     if (key.rfind("x-echo-", 0) == 0) ctx->AddInitialMetadata(key, value);
     if (key.rfind("x-trailer-", 0) == 0) ctx->AddTrailingMetadata(key, value);
+    if (key == "x-compress-response") {
+      ctx->set_compression_algorithm(value == "gzip" ? GRPC_COMPRESS_GZIP : GRPC_COMPRESS_DEFLATE);
+    }
   }
+}
+
+// Every other message of a stream uncompressed, if the client asked.
+grpc::WriteOptions StreamWriteOptions(ServerContext* ctx, int i) {
+  grpc::WriteOptions o;
+  if (ctx->client_metadata().count("x-compress-mixed") != 0 && i % 2 == 1) o.set_no_compression();
+  return o;
 }
 
 class Service final : public ringrpc::test::TestService::Service {
@@ -89,7 +101,7 @@ class Service final : public ringrpc::test::TestService::Service {
       resp.set_count(i);
       // A write fails only once the stream is gone: the client's RST can
       // reach grpc++ as a failed write before IsCancelled() says so.
-      if (!writer->Write(resp)) {
+      if (!writer->Write(resp, StreamWriteOptions(ctx, i))) {
         cancelled.fetch_add(1);
         return Status(grpc::StatusCode::CANCELLED, "cancelled");
       }
@@ -126,8 +138,8 @@ class Service final : public ringrpc::test::TestService::Service {
     while (stream->Read(&req)) {
       EchoResponse resp;
       resp.set_payload(req.payload());
-      resp.set_count(count++);
-      if (!stream->Write(resp)) break;
+      resp.set_count(count);
+      if (!stream->Write(resp, StreamWriteOptions(ctx, count++))) break;
     }
     if (ctx->IsCancelled()) cancelled.fetch_add(1);
     return Status::OK;
@@ -146,7 +158,9 @@ class Service final : public ringrpc::test::TestService::Service {
 int main(int argc, char** argv) {
   std::string listen = "127.0.0.1:0";
   std::string tls_cert, tls_key, tls_client_ca;  // files (PEM)
+  bool no_gzip = false;  // --no_gzip: refuse gzip-compressed requests
   for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--no_gzip") == 0) no_gzip = true;
     if (std::strncmp(argv[i], "--listen=", 9) == 0) listen = argv[i] + 9;
     if (std::strncmp(argv[i], "--tls_cert=", 11) == 0) tls_cert = argv[i] + 11;
     if (std::strncmp(argv[i], "--tls_key=", 10) == 0) tls_key = argv[i] + 10;
@@ -172,6 +186,7 @@ int main(int argc, char** argv) {
       [&](grpc::ServerBuilder& builder) {
         builder.SetMaxReceiveMessageSize(64 << 20);
         builder.SetMaxSendMessageSize(64 << 20);
+        if (no_gzip) builder.SetCompressionAlgorithmSupportStatus(GRPC_COMPRESS_GZIP, false);
         builder.RegisterService(&service);
       });
 }
