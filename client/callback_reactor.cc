@@ -248,7 +248,7 @@ class ReactorCore : public std::enable_shared_from_this<ReactorCore> {
     done_ = true;
     // The call's status now, not when the Finisher saw it: a response that
     // could not be decompressed after an OK end fails the call.
-    Status s = call_->FinishNow();
+    Status s = call_ != nullptr ? call_->FinishNow() : *final_;
     if (!bad_message_.empty()) {
       s = Status(StatusCode::INTERNAL, "a response message does not parse as " + bad_message_);
     } else if (s.ok() && kind_ == ReactorKind::kClientStreaming && !got_response_) {
