@@ -53,6 +53,7 @@ absl::Status ApplyCredentials(const ChannelCredentials* creds, channel::ChannelC
   if (creds == nullptr) {
     return absl::InvalidArgumentError("channel credentials are null");
   }
+  config.call_credentials = creds->call_credentials();
   if (!creds->secure()) return absl::OkStatus();
   const SslCredentialsOptions* ssl = creds->ssl_options();
   if (ssl == nullptr) {

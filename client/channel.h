@@ -46,12 +46,16 @@ struct SslCredentialsOptions {
   std::string pem_cert_chain;
 };
 
+class CallCredentials;  // client/call_credentials.h
+
 class ChannelCredentials {
  public:
   virtual ~ChannelCredentials() = default;
   virtual bool secure() const = 0;
   // Set for SslCredentials.
   virtual const SslCredentialsOptions* ssl_options() const { return nullptr; }
+  // Added to every call (CompositeChannelCredentials).
+  virtual std::shared_ptr<CallCredentials> call_credentials() const { return nullptr; }
 };
 std::shared_ptr<ChannelCredentials> InsecureChannelCredentials();
 // TLS over OpenSSL: ALPN h2, SNI and certificate check against the

@@ -7,10 +7,12 @@
 #include <string>
 #include <utility>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "client/channel.h"
 #include "client/channel/channel_state.h"
 #include "client/channel/subchannel.h"
+#include "client/internal/call_credentials.h"
 #include "client/internal/call_opener.h"
 #include "client/runtime/loop_event.h"
 
@@ -32,6 +34,12 @@ class CallAccess {
   static std::shared_ptr<CancelState> cancel(const ClientContext& c) { return c.cancel_; }
   static const std::optional<CompressionAlgorithm>& compression(const ClientContext& c) {
     return c.compression_;
+  }
+  static const std::shared_ptr<CallCredentials>& credentials(const ClientContext& c) {
+    return c.credentials_;
+  }
+  static const std::optional<std::string>& authority(const ClientContext& c) {
+    return c.authority_;
   }
   static void SetResults(ClientContext& c, const transport::Call& call,
                          const transport::Metadata& trailing, std::string peer) {
@@ -309,6 +317,45 @@ void CallOpener::RegisterCancel(ClientCall::Impl& impl) {
   };
 }
 
+// A per-call :authority must be a valid header value, non-empty.
+absl::Status CheckAuthority(const std::string& authority) {
+  bool ok = !authority.empty();
+  for (char c : authority) ok = ok && c > 0x20 && c < 0x7f;
+  if (ok) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "the call's authority \"", absl::CHexEscape(authority),
+      "\" (ClientContext::set_authority) must be non-empty printable ASCII without spaces"));
+}
+
+// The channel's then the call's credentials, over TLS only (unless the
+// channel opted in), their metadata appended to `md`.
+Task<Status> RunCallCredentials(const std::shared_ptr<ChannelState>& self, const Attempt& a,
+                                const std::string& method,
+                                const std::optional<std::string>& authority,
+                                transport::Metadata& md) {
+  const ChannelState& st = *self;
+  const bool secure = st.config().connection.tls != nullptr;
+  if (!secure && !st.config().allow_insecure_call_credentials) {
+    co_return Status(StatusCode::UNAUTHENTICATED,
+                     "call credentials are sent only over a secure (TLS) channel, and this "
+                     "channel is insecure (ringrpc.allow_insecure_call_credentials=1 sends them "
+                     "anyway)");
+  }
+  std::vector<std::shared_ptr<CallCredentials>> creds;
+  if (st.config().call_credentials) creds.push_back(st.config().call_credentials);
+  if (CallAccess::credentials(*a.ctx)) creds.push_back(CallAccess::credentials(*a.ctx));
+  // grpc's service URL: scheme://authority/package.Service; the method alone.
+  const size_t slash = method.rfind('/');
+  CallCredentials::CallInfo info{
+      .service_url = absl::StrCat(secure ? "https://" : "http://",
+                                  authority.value_or(st.config().connection.authority),
+                                  method.substr(0, slash)),
+      .method_name = method.substr(slash + 1),
+      .secure = secure};
+  co_return co_await ApplyCallCredentials(self, a.loop, a.deadline, a.cancel, std::move(creds),
+                                          std::move(info), &md);
+}
+
 Task<std::unique_ptr<ClientCall>> CallOpener::Open(
     std::shared_ptr<channel::ChannelState> self, const std::string& method, ClientContext* ctx,
     Status* out) {
@@ -340,6 +387,20 @@ Task<std::unique_ptr<ClientCall>> CallOpener::Open(
   const std::optional<CompressionAlgorithm>& asked = CallAccess::compression(*ctx);
   const transport::Compression compression =
       asked ? static_cast<transport::Compression>(*asked) : st.config().compression;
+  const std::optional<std::string>& authority = CallAccess::authority(*ctx);
+  if (authority) {
+    if (absl::Status s = CheckAuthority(*authority); !s.ok()) {
+      *out = Status::FromAbsl(s);
+      co_return nullptr;
+    }
+  }
+  if (st.config().call_credentials != nullptr || CallAccess::credentials(*ctx) != nullptr) {
+    Status s = co_await RunCallCredentials(self, a, method, authority, md);
+    if (!s.ok()) {
+      *out = std::move(s);
+      co_return nullptr;
+    }
+  }
   for (;; ++a.number) {
     switch (co_await PickAndLease(a)) {
       case Step::kAgain: continue;
@@ -354,7 +415,8 @@ Task<std::unique_ptr<ClientCall>> CallOpener::Open(
                                                     : std::optional<TimePoint>(a.deadline),
          .metadata = md,
          .compression = compression,
-         .compression_level = st.config().compression_level});
+         .compression_level = st.config().compression_level,
+         .authority = authority ? std::string_view(*authority) : std::string_view()});
     if (!call.ok()) {
       a.last = call.status();
       if (call.status().code() == absl::StatusCode::kUnavailable &&

@@ -39,6 +39,8 @@ struct CancelState {
 };
 }  // namespace internal
 
+class CallCredentials;  // client/call_credentials.h
+
 // Message compression, grpc's numbering (GRPC_COMPRESS_NONE, _DEFLATE,
 // _GZIP): what a request may be compressed with and what a response was.
 enum class CompressionAlgorithm : int { kNone = 0, kDeflate = 1, kGzip = 2 };
@@ -73,6 +75,14 @@ class ClientContext {
   // its initial metadata arrived: kNone for identity or none.
   CompressionAlgorithm response_compression_algorithm() const { return response_compression_; }
 
+  // Credentials for this call only, after the channel's (grpc++'s
+  // set_credentials). Sent only over TLS (see client/call_credentials.h).
+  void set_credentials(const std::shared_ptr<CallCredentials>& creds) { credentials_ = creds; }
+  std::shared_ptr<CallCredentials> credentials() const { return credentials_; }
+  // This call's :authority instead of the channel's (grpc++'s
+  // set_authority). TLS still checks the channel's name.
+  void set_authority(const std::string& authority) { authority_ = authority; }
+
   void set_wait_for_ready(bool wait) { wait_for_ready_ = wait; }
   bool wait_for_ready() const { return wait_for_ready_; }
 
@@ -104,6 +114,8 @@ class ClientContext {
   std::vector<std::pair<std::string, std::string>> metadata_;
   bool wait_for_ready_ = false;
   std::optional<CompressionAlgorithm> compression_;
+  std::shared_ptr<CallCredentials> credentials_;
+  std::optional<std::string> authority_;
   CompressionAlgorithm response_compression_ = CompressionAlgorithm::kNone;
   std::shared_ptr<internal::CancelState> cancel_;
   std::multimap<std::string, std::string> initial_, trailing_;

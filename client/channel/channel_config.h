@@ -5,6 +5,7 @@
 #ifndef RINGRPC_CLIENT_CHANNEL_CHANNEL_CONFIG_H_
 #define RINGRPC_CLIENT_CHANNEL_CHANNEL_CONFIG_H_
 
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -14,6 +15,10 @@
 #include "client/runtime/event_loop.h"
 #include "client/transport/http2_connection.h"
 #include "pool/config.h"
+
+namespace ringrpc {
+class CallCredentials;  // client/call_credentials.h
+}  // namespace ringrpc
 
 namespace ringrpc::channel {
 
@@ -48,6 +53,11 @@ struct ChannelConfig {
   // and zlib's level for it.
   transport::Compression compression = transport::Compression::kIdentity;
   int compression_level = transport::kDefaultCompressionLevel;
+  // From CompositeChannelCredentials: run for every call.
+  std::shared_ptr<CallCredentials> call_credentials;
+  // ringrpc.allow_insecure_call_credentials: send call credentials over a
+  // channel without TLS too (gRPC refuses to).
+  bool allow_insecure_call_credentials = false;
 };
 
 absl::StatusOr<ChannelConfig> ParseChannelArguments(const ChannelArguments& args);

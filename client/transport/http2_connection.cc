@@ -404,7 +404,9 @@ absl::StatusOr<std::unique_ptr<Call>> Http2Connection::StartCall(CallOptions opt
       session_ ? nghttp2_session_get_remote_settings(session_, NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE)
                : UINT32_MAX;
   if (absl::Status s = CheckRequestHeaderSize(
-          options.metadata, options.path.size() + options_.authority.size(), peer_limit);
+          options.metadata,
+          options.path.size() + std::max(options_.authority.size(), options.authority.size()),
+          peer_limit);
       !s.ok()) {
     return s;
   }
@@ -414,7 +416,7 @@ absl::StatusOr<std::unique_ptr<Call>> Http2Connection::StartCall(CallOptions opt
       Header(":method", "POST"),
       Header(":scheme", options_.scheme),
       Header(":path", options.path),
-      Header(":authority", options_.authority),
+      Header(":authority", options.authority.empty() ? options_.authority : options.authority),
       Header("te", "trailers"),
       Header("content-type", "application/grpc"),
       Header("user-agent", options_.user_agent),

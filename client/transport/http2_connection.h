@@ -117,6 +117,8 @@ class Http2Connection : public std::enable_shared_from_this<Http2Connection> {
     // and zlib's level for it. Every request offers kAcceptEncoding.
     Compression compression = Compression::kIdentity;
     int compression_level = kDefaultCompressionLevel;
+    // :authority for this call; empty: the connection's.
+    std::string_view authority;
   };
   // Opens a stream and sends the request headers. UNAVAILABLE if the
   // connection is closed or draining (GOAWAY), RESOURCE_EXHAUSTED at the

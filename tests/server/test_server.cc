@@ -65,10 +65,25 @@ grpc::WriteOptions StreamWriteOptions(ServerContext* ctx, int i) {
   return o;
 }
 
+// --require_token=T: every call must carry "authorization: Bearer T".
+std::string required_token;
+
+bool Authorized(ServerContext* ctx) {
+  if (required_token.empty()) return true;
+  auto it = ctx->client_metadata().find("authorization");
+  return it != ctx->client_metadata().end() &&
+         std::string(it->second.data(), it->second.size()) == "Bearer " + required_token;
+}
+
 class Service final : public ringrpc::test::TestService::Service {
   Status Unary(ServerContext* ctx, const EchoRequest* req, EchoResponse* resp) override {
     calls.fetch_add(1);
+    if (!Authorized(ctx)) return Status(grpc::StatusCode::UNAUTHENTICATED, "bad or no bearer token");
     EchoMetadata(ctx);
+    if (ctx->client_metadata().count("x-want-authority") != 0) {
+      grpc::string_ref authority = ctx->ExperimentalGetAuthority();
+      ctx->AddInitialMetadata("x-authority", std::string(authority.data(), authority.size()));
+    }
     if (req->want_peer()) resp->set_peer(ctx->peer());
     if (req->sleep_ms() > 0 && !SleepWatching(ctx, req->sleep_ms())) {
       return Status(grpc::StatusCode::CANCELLED, "cancelled");
@@ -161,6 +176,7 @@ int main(int argc, char** argv) {
   bool no_gzip = false;  // --no_gzip: refuse gzip-compressed requests
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--no_gzip") == 0) no_gzip = true;
+    if (std::strncmp(argv[i], "--require_token=", 16) == 0) required_token = argv[i] + 16;
     if (std::strncmp(argv[i], "--listen=", 9) == 0) listen = argv[i] + 9;
     if (std::strncmp(argv[i], "--tls_cert=", 11) == 0) tls_cert = argv[i] + 11;
     if (std::strncmp(argv[i], "--tls_key=", 10) == 0) tls_key = argv[i] + 10;

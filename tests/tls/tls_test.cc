@@ -10,10 +10,14 @@
 #include <openssl/x509v3.h>
 
 #include <chrono>
+#include <future>
+#include <mutex>
+#include <thread>
 #include <fstream>
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "client/call_credentials.h"
 #include "client/channel.h"
 #include "tests/proto/echo_test.pb.h"
 #include "tests/testing/server_process.h"
@@ -100,19 +104,21 @@ class TlsTest : public ::testing::Test {
   }
 
   // A grpc++ server with TLS (requiring a client certificate if asked).
-  std::unique_ptr<testing::ServerProcess> TlsServer(bool require_client_cert = false) {
-    std::vector<std::string> extra = {
-        "--tls_cert=" + WriteFile("server.pem", server_->cert_pem),
-        "--tls_key=" + WriteFile("server.key", server_->key_pem)};
+  std::unique_ptr<testing::ServerProcess> TlsServer(bool require_client_cert = false,
+                                                    std::vector<std::string> extra = {}) {
+    extra.push_back("--tls_cert=" + WriteFile("server.pem", server_->cert_pem));
+    extra.push_back("--tls_key=" + WriteFile("server.key", server_->key_pem));
     if (require_client_cert) extra.push_back("--tls_client_ca=" + WriteFile("ca.pem", ca_->cert_pem));
     auto s = testing::ServerProcess::Start("127.0.0.1:0", "tests/server/test_server", extra);
     EXPECT_TRUE(s.ok()) << s.status();
     return s.ok() ? std::move(*s) : nullptr;
   }
 
-  static Status Echo(Channel& ch, const std::string& payload, std::string* peer = nullptr) {
+  static Status Echo(Channel& ch, const std::string& payload, std::string* peer = nullptr,
+                     std::shared_ptr<CallCredentials> call_creds = nullptr) {
     ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+    if (call_creds) ctx.set_credentials(call_creds);
     test::EchoRequest req;
     req.set_payload(payload);
     std::string reply;
@@ -202,6 +208,175 @@ TEST_F(TlsTest, BadPemIsInvalidArgumentNamingTheField) {
                                      .pem_cert_chain = client_->cert_pem}));
   EXPECT_THAT(mismatch->configuration_status().error_message(), HasSubstr("does not match"));
   EXPECT_EQ(Echo(*garbage, "x").error_code(), StatusCode::INVALID_ARGUMENT);
+}
+
+// ---- call credentials (issue 14, part 2) ---------------------------------------------
+
+// A plugin that records what it was asked and answers with a bearer token
+// after `delay`, or fails with `fail`.
+class TokenPlugin final : public MetadataCredentialsPlugin {
+ public:
+  struct Seen {
+    std::mutex mu;
+    std::vector<std::string> urls, methods;
+    std::vector<std::thread::id> threads;
+    bool authenticated = false;
+  };
+  TokenPlugin(std::string token, std::shared_ptr<Seen> seen,
+              std::chrono::milliseconds delay = std::chrono::milliseconds(0),
+              Status fail = Status())
+      : token_(std::move(token)), seen_(std::move(seen)), delay_(delay), fail_(std::move(fail)) {}
+  Status GetMetadata(std::string_view url, std::string_view method, const AuthContext& auth,
+                     std::multimap<std::string, std::string>* md) override {
+    {
+      std::lock_guard<std::mutex> lock(seen_->mu);
+      seen_->urls.emplace_back(url);
+      seen_->methods.emplace_back(method);
+      seen_->threads.push_back(std::this_thread::get_id());
+      seen_->authenticated = auth.IsPeerAuthenticated();
+    }
+    std::this_thread::sleep_for(delay_);
+    if (!fail_.ok()) return fail_;
+    md->emplace("authorization", "Bearer " + token_);
+    return Status();
+  }
+
+ private:
+  std::string token_;
+  std::shared_ptr<Seen> seen_;
+  std::chrono::milliseconds delay_;
+  Status fail_;
+};
+
+TEST_F(TlsTest, AccessTokenOnTheChannelAndPerCallReachesTheServer) {
+  auto server = TlsServer(false, {"--require_token=s3cret"});
+  auto tls = SslCredentials({.pem_root_certs = ca_->cert_pem});
+  auto without = CreateChannel(server->address(), tls);
+  Status refused = Echo(*without, "x");
+  EXPECT_EQ(refused.error_code(), StatusCode::UNAUTHENTICATED) << refused.ToString();
+  auto with = CreateChannel(server->address(),
+                            CompositeChannelCredentials(tls, AccessTokenCredentials("s3cret")));
+  Status s = Echo(*with, "token on the channel");
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  s = Echo(*without, "token on the call", nullptr, AccessTokenCredentials("s3cret"));
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(Echo(*without, "x", nullptr, AccessTokenCredentials("wrong")).error_code(),
+            StatusCode::UNAUTHENTICATED);
+}
+
+TEST_F(TlsTest, APluginSeesTheServiceUrlAndMethodAndRunsOffTheCqThreads) {
+  auto server = TlsServer(false, {"--require_token=plugged"});
+  auto seen = std::make_shared<TokenPlugin::Seen>();
+  auto ch = CreateChannel(
+      absl::StrCat("localhost:", server->port()),
+      CompositeChannelCredentials(SslCredentials({.pem_root_certs = ca_->cert_pem}),
+                                  MetadataCredentialsFromPlugin(
+                                      std::make_unique<TokenPlugin>("plugged", seen))));
+  Status s = Echo(*ch, "plugin");
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  std::lock_guard<std::mutex> lock(seen->mu);
+  ASSERT_EQ(seen->urls.size(), 1u);
+  EXPECT_EQ(seen->urls[0], absl::StrCat("https://localhost:", server->port(),
+                                        "/ringrpc.test.TestService"));
+  EXPECT_EQ(seen->methods[0], "Unary");
+  EXPECT_TRUE(seen->authenticated);
+  EXPECT_NE(seen->threads[0], std::this_thread::get_id());
+}
+
+TEST_F(TlsTest, APluginErrorFailsTheCallWithItsCodeAndMessage) {
+  auto server = TlsServer();
+  auto seen = std::make_shared<TokenPlugin::Seen>();
+  auto ch = CreateChannel(server->address(), SslCredentials({.pem_root_certs = ca_->cert_pem}));
+  Status s = Echo(*ch, "x", nullptr,
+                  MetadataCredentialsFromPlugin(std::make_unique<TokenPlugin>(
+                      "t", seen, std::chrono::milliseconds(0),
+                      Status(StatusCode::UNAVAILABLE, "token service down"))));
+  EXPECT_EQ(s.error_code(), StatusCode::UNAVAILABLE);
+  EXPECT_THAT(s.error_message(), HasSubstr("call credentials failed: token service down"));
+}
+
+// One CQ thread; a plugin that takes 1.5 s must not hold up calls with
+// other credentials, and the slow call still succeeds.
+TEST_F(TlsTest, ASlowPluginHoldsUpOnlyItsOwnCalls) {
+  auto server = TlsServer(false, {"--require_token=t"});
+  ChannelArguments args;
+  args.SetInt("ringrpc.cq_threads", 1);
+  auto ch = CreateCustomChannel(server->address(),
+                                SslCredentials({.pem_root_certs = ca_->cert_pem}), args);
+  auto seen = std::make_shared<TokenPlugin::Seen>();
+  auto slow_creds = MetadataCredentialsFromPlugin(
+      std::make_unique<TokenPlugin>("t", seen, std::chrono::milliseconds(1500)));
+  ClientContext slow_ctx;
+  test::EchoRequest req;
+  req.set_payload("slow");
+  std::string slow_reply;
+  slow_ctx.set_credentials(slow_creds);
+  std::promise<Status> slow_done;
+  const auto start = std::chrono::steady_clock::now();
+  ch->UnaryCallAsync(kUnary, &slow_ctx, req.SerializeAsString(), &slow_reply,
+                     [&](Status s) { slow_done.set_value(s); });
+  auto fast_creds = AccessTokenCredentials("t");
+  for (int i = 0; i < 20; ++i) {
+    Status s = Echo(*ch, "fast", nullptr, fast_creds);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(1400))
+      << "the fast calls waited for the slow plugin";
+  Status slow = slow_done.get_future().get();
+  EXPECT_TRUE(slow.ok()) << slow.ToString();
+  EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(1500));
+}
+
+TEST_F(TlsTest, ADeadlineEndsACallWhosePluginHangs) {
+  auto server = TlsServer();
+  auto seen = std::make_shared<TokenPlugin::Seen>();
+  auto ch = CreateChannel(server->address(), SslCredentials({.pem_root_certs = ca_->cert_pem}));
+  ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(200));
+  ctx.set_credentials(MetadataCredentialsFromPlugin(
+      std::make_unique<TokenPlugin>("t", seen, std::chrono::milliseconds(3000))));
+  test::EchoRequest req;
+  std::string reply;
+  const auto start = std::chrono::steady_clock::now();
+  Status s = ch->BlockingUnaryCall(kUnary, &ctx, req.SerializeAsString(), &reply);
+  EXPECT_EQ(s.error_code(), StatusCode::DEADLINE_EXCEEDED) << s.ToString();
+  EXPECT_THAT(s.error_message(), HasSubstr("call credentials"));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(2500));
+}
+
+TEST_F(TlsTest, CallCredentialsNeedTlsUnlessTheChannelOptsIn) {
+  auto server = testing::ServerProcess::Start("127.0.0.1:0", "tests/server/test_server",
+                                              {"--require_token=t"});
+  ASSERT_TRUE(server.ok());
+  auto insecure = CreateChannel((*server)->address(), InsecureChannelCredentials());
+  Status refused = Echo(*insecure, "x", nullptr, AccessTokenCredentials("t"));
+  EXPECT_EQ(refused.error_code(), StatusCode::UNAUTHENTICATED);
+  EXPECT_THAT(refused.error_message(), HasSubstr("only over a secure (TLS) channel"));
+  ChannelArguments args;
+  args.SetInt("ringrpc.allow_insecure_call_credentials", 1);
+  auto opted_in = CreateCustomChannel((*server)->address(), InsecureChannelCredentials(), args);
+  Status s = Echo(*opted_in, "x", nullptr, AccessTokenCredentials("t"));
+  EXPECT_TRUE(s.ok()) << s.ToString();
+}
+
+TEST_F(TlsTest, APerCallAuthorityReachesTheServer) {
+  auto server = TlsServer();
+  auto ch = CreateChannel(server->address(), SslCredentials({.pem_root_certs = ca_->cert_pem}));
+  ClientContext ctx;
+  ctx.set_authority("virtual.example:8443");
+  ctx.AddMetadata("x-want-authority", "1");
+  test::EchoRequest req;
+  std::string reply;
+  Status s = ch->BlockingUnaryCall(kUnary, &ctx, req.SerializeAsString(), &reply);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  auto it = ctx.GetServerInitialMetadata().find("x-authority");
+  ASSERT_NE(it, ctx.GetServerInitialMetadata().end());
+  EXPECT_EQ(it->second, "virtual.example:8443");
+  ClientContext bad;
+  bad.set_authority("has space");
+  Status invalid = ch->BlockingUnaryCall(kUnary, &bad, req.SerializeAsString(), &reply);
+  EXPECT_EQ(invalid.error_code(), StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(invalid.error_message(), HasSubstr("set_authority"));
 }
 
 }  // namespace
