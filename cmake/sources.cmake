@@ -2,6 +2,7 @@
 # tools/test.sh fails when this file and the Bazel graph disagree.
 set(RINGRPC_SOURCES
   base/time.cc
+  client/call_credentials.cc
   client/callback_reactor.cc
   client/channel.cc
   client/channel/channel_config.cc
@@ -41,6 +42,7 @@ set(RINGRPC_HEADERS
   base/task.h
   base/time.h
   client/blocking_stream.h
+  client/call_credentials.h
   client/callback_reactor.h
   client/channel.h
   client/channel/backoff.h
@@ -53,6 +55,7 @@ set(RINGRPC_HEADERS
   client/channel/target.h
   client/channel_arguments.h
   client/client_context.h
+  client/internal/call_credentials.h
   client/internal/call_opener.h
   client/resolver.h
   client/runtime/cq_threads.h
