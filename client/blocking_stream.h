@@ -54,6 +54,14 @@ class BlockingCallBase {
     });
   }
 
+  // Blocks until the server's initial metadata has arrived (it is then in
+  // the ClientContext) or the call has ended, as grpc++'s. Not while
+  // another thread is in Read or Finish on this stream.
+  void WaitForInitialMetadata() {
+    if (!call_ || Refused()) return;
+    Run([&]() -> Task<void> { metadata_published_ = co_await call_->ReadInitialMetadata(); });
+  }
+
  protected:
   BlockingCallBase(std::unique_ptr<ClientCall> call, Status open_status)
       : call_(std::move(call)), open_(std::move(open_status)) {}
@@ -80,7 +88,12 @@ class BlockingCallBase {
   bool ReadInto(google::protobuf::MessageLite* out) {
     if (!call_ || Refused()) return false;
     std::optional<std::string> m;
-    Run([&]() -> Task<void> { m = co_await call_->Read(); });
+    Run([&]() -> Task<void> {
+      m = co_await call_->Read();
+      // The server's initial metadata is in the context from the first
+      // message on, not only after Finish.
+      if (!metadata_published_) metadata_published_ = call_->PublishInitialMetadata();
+    });
     if (!m) return false;
     if (!out->ParseFromString(*m)) {
       bad_message_ = out->GetTypeName();
@@ -131,6 +144,7 @@ class BlockingCallBase {
   Status open_;
   Status misuse_;
   std::string bad_message_;
+  bool metadata_published_ = false;  // on the call's thread, or while Run waits
 };
 
 template <typename Response>

@@ -270,6 +270,14 @@ class Generator final : public CodeGenerator {
                   "// nullptr and *status on failure to start.\n"
                   "$dep$::ringrpc::Task<std::unique_ptr<::ringrpc::TypedCall<$req$, $resp$>>> "
                   "$co_name$(::ringrpc::ClientContext* context, ::ringrpc::Status* status);\n\n");
+          if (!md->client_streaming()) {
+            p.Print(v,
+                    "// The same with the request written and the call half-closed, as\n"
+                    "// the blocking form takes it: then only Read and Finish.\n"
+                    "$dep$::ringrpc::Task<std::unique_ptr<::ringrpc::TypedCall<$req$, $resp$>>> "
+                    "$co_name$(::ringrpc::ClientContext* context, const $req$& request, "
+                    "::ringrpc::Status* status);\n\n");
+          }
         }
       }
       // Callback forms.
@@ -359,6 +367,20 @@ class Generator final : public CodeGenerator {
                   "  if (call == nullptr) co_return nullptr;\n"
                   "  co_return std::make_unique<::ringrpc::TypedCall<$req$, $resp$>>(std::move(call));\n"
                   "}\n\n");
+          if (!md->client_streaming()) {
+            p.Print(v,
+                    "::ringrpc::Task<std::unique_ptr<::ringrpc::TypedCall<$req$, $resp$>>> "
+                    "$cls$::Stub::$co_name$(::ringrpc::ClientContext* context, const $req$& request, "
+                    "::ringrpc::Status* status) {\n"
+                    "  std::unique_ptr<::ringrpc::TypedCall<$req$, $resp$>> call = "
+                    "co_await $co_name$(context, status);\n"
+                    "  if (call == nullptr) co_return nullptr;\n"
+                    "  (void)co_await call->Write(request);  // a failed write ends the call: "
+                    "Finish says why\n"
+                    "  call->WritesDone();\n"
+                    "  co_return call;\n"
+                    "}\n\n");
+          }
           p.Print(v,
                   "void $cls$::Stub::async_interface::$name$($cb_params$) {\n"
                   "  ::ringrpc::internal::BindReactor(reactor, stub_->channel_, \"$path$\", "

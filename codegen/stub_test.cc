@@ -129,6 +129,57 @@ TEST_F(StubTest, ServerClientAndBidiStreaming) {
   EXPECT_EQ(bidi_matched, 20);
 }
 
+TEST_F(StubTest, CoroutineServerStreamTakesTheRequestAsTheBlockingFormDoes) {
+  int n = 0;
+  Status open, end;
+  OnCq([&]() -> Task<void> {
+    ClientContext ctx;
+    EchoRequest req;
+    req.set_count(12);
+    auto call = co_await stub_->co_ServerStream(&ctx, req, &open);
+    if (call == nullptr) co_return;
+    EchoResponse r;
+    while (co_await call->Read(&r)) n += r.count() == n;
+    end = co_await call->Finish();
+  });
+  EXPECT_TRUE(open.ok()) << open.ToString();
+  EXPECT_TRUE(end.ok()) << end.ToString();
+  EXPECT_EQ(n, 12);
+}
+
+TEST_F(StubTest, BlockingStreamsHaveInitialMetadataBeforeFinish) {
+  {  // WaitForInitialMetadata, before any message.
+    ClientContext ctx;
+    ctx.AddMetadata("x-echo-first", "early");
+    EchoRequest req;
+    req.set_count(3);
+    req.set_interval_ms(50);
+    auto reader = stub_->ServerStream(&ctx, req);
+    reader->WaitForInitialMetadata();
+    auto it = ctx.GetServerInitialMetadata().find("x-echo-first");
+    ASSERT_NE(it, ctx.GetServerInitialMetadata().end());
+    EXPECT_EQ(it->second, "early");
+    EchoResponse r;
+    int n = 0;
+    while (reader->Read(&r)) ++n;
+    EXPECT_TRUE(reader->Finish().ok());
+    EXPECT_EQ(n, 3);
+  }
+  {  // From the first message on, without asking.
+    ClientContext ctx;
+    ctx.AddMetadata("x-echo-second", "with-the-message");
+    EchoRequest req;
+    req.set_count(2);
+    auto reader = stub_->ServerStream(&ctx, req);
+    EchoResponse r;
+    ASSERT_TRUE(reader->Read(&r));
+    EXPECT_EQ(ctx.GetServerInitialMetadata().count("x-echo-second"), 1u);
+    while (reader->Read(&r)) {
+    }
+    EXPECT_TRUE(reader->Finish().ok());
+  }
+}
+
 TEST_F(StubTest, BlockingStreamsAsInGrpcpp) {
   {
     ClientContext ctx;
