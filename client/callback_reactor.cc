@@ -110,14 +110,15 @@ class ReactorCore : public std::enable_shared_from_this<ReactorCore> {
     if (call_ == nullptr) {
       final_ = status;
     } else {
-      if (kind_ == ReactorKind::kServerStreaming) {
+      if (kind_ == ReactorKind::kServerStreaming || kind_ == ReactorKind::kUnary) {
         writes_.push_back(Op{.kind = Kind::kWrite, .bytes = std::move(request_), .last = true,
                              .report = false});
       }
       // Both counted before either starts: a call that has already ended
       // (a deadline in the past) finishes its Finisher synchronously, and
       // OnDone must not run while the response reader is still to come.
-      const bool read_response = kind_ == ReactorKind::kClientStreaming;
+      const bool read_response =
+          kind_ == ReactorKind::kClientStreaming || kind_ == ReactorKind::kUnary;
       running_ += read_response ? 2 : 1;
       run_loop_->Spawn(Finisher(self));
       if (read_response) run_loop_->Spawn(ReadResponse(self));
@@ -251,9 +252,12 @@ class ReactorCore : public std::enable_shared_from_this<ReactorCore> {
     Status s = call_ != nullptr ? call_->FinishNow() : *final_;
     if (!bad_message_.empty()) {
       s = Status(StatusCode::INTERNAL, "a response message does not parse as " + bad_message_);
-    } else if (s.ok() && kind_ == ReactorKind::kClientStreaming && !got_response_) {
+    } else if (s.ok() && !got_response_ &&
+               (kind_ == ReactorKind::kClientStreaming || kind_ == ReactorKind::kUnary)) {
       s = Status(StatusCode::INTERNAL,
-                 "the server ended a client-streaming call OK without a response message");
+                 kind_ == ReactorKind::kUnary
+                     ? "the server ended a unary call OK without a response message"
+                     : "the server ended a client-streaming call OK without a response message");
     }
     call_.reset();  // on its own thread: the stream and its lease go back
     ClientReactorBase* r = std::exchange(reactor_, nullptr);

@@ -1,6 +1,7 @@
 // client/callback_reactor.h — grpc++'s callback API for streaming calls:
 // ClientReadReactor (server streaming), ClientWriteReactor (client
-// streaming) and ClientBidiReactor, in the shape grpc++ users know.
+// streaming), ClientBidiReactor and ClientUnaryReactor, in the shape grpc++
+// users know.
 //
 //   class Chat : public ringrpc::ClientBidiReactor<Note, Note> {
 //    public:
@@ -43,10 +44,10 @@ class ClientReactorBase;
 
 namespace internal {
 class ReactorCore;
-enum class ReactorKind { kServerStreaming, kClientStreaming, kBidi };
+enum class ReactorKind { kUnary, kServerStreaming, kClientStreaming, kBidi };
 // What generated stubs call: ties `reactor` to a call of `method` on
-// `channel`. `request`: the server-streaming request; `response`: where a
-// client-streaming call's single response goes.
+// `channel`. `request`: the unary or server-streaming request; `response`:
+// where a unary or client-streaming call's single response goes.
 void BindReactor(ClientReactorBase* reactor, std::shared_ptr<Channel> channel,
                  std::string method, ClientContext* context, ReactorKind kind,
                  std::string request = "", google::protobuf::MessageLite* response = nullptr);
@@ -85,6 +86,11 @@ class ClientReactorBase {
                                     google::protobuf::MessageLite*);
   std::shared_ptr<internal::ReactorCore> core_;
 };
+
+// grpc++'s ClientUnaryReactor: the callback form of a unary call that also
+// reports the server's initial metadata (OnReadInitialMetadataDone) before
+// OnDone. Bound by stub->async()->Method(ctx, &request, &response, reactor).
+class ClientUnaryReactor : public ClientReactorBase {};
 
 template <typename Response>
 class ClientReadReactor : public ClientReactorBase {

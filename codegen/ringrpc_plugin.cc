@@ -295,7 +295,11 @@ class Generator final : public CodeGenerator {
         p.Print(Vars(md),
                 "// `done` runs once, on a CQ thread; request and response must outlive it.\n"
                 "void $name$(::ringrpc::ClientContext* context, const $req$* request, "
-                "$resp$* response, std::function<void(::ringrpc::Status)> done);\n");
+                "$resp$* response, std::function<void(::ringrpc::Status)> done);\n"
+                "// Binds `reactor` (OnReadInitialMetadataDone, OnDone) to a new call;\n"
+                "// start it with reactor->StartCall(). The response must outlive OnDone.\n"
+                "void $name$(::ringrpc::ClientContext* context, const $req$* request, "
+                "$resp$* response, ::ringrpc::ClientUnaryReactor* reactor);\n");
       }
       p.Outdent();
       p.Print(" private:\n  Stub* stub_;\n};\n");
@@ -350,7 +354,12 @@ class Generator final : public CodeGenerator {
                   "request->SerializeAsString(), reply.get(),\n"
                   "      [reply, response, done = std::move(done)](::ringrpc::Status s) {\n"
                   "        done(::ringrpc::ParseReply(s, *reply, response));\n"
-                  "      });\n}\n\n");
+                  "      });\n}\n\n"
+                  "void $cls$::Stub::async_interface::$name$(::ringrpc::ClientContext* context, "
+                  "const $req$* request, $resp$* response, ::ringrpc::ClientUnaryReactor* reactor) {\n"
+                  "  ::ringrpc::internal::BindReactor(reactor, stub_->channel_, \"$path$\", context, "
+                  "::ringrpc::internal::ReactorKind::kUnary, request->SerializeAsString(), response);\n"
+                  "}\n\n");
         } else {
           p.Print(v,
                   "$ret$ $cls$::Stub::$name$($params$) {\n"

@@ -180,6 +180,43 @@ TEST_F(StubTest, BlockingStreamsHaveInitialMetadataBeforeFinish) {
   }
 }
 
+TEST_F(StubTest, UnaryReactorReportsMetadataThenOnDoneWithTheResponse) {
+  struct Unary : ::ringrpc::ClientUnaryReactor {
+    std::vector<std::string> events;
+    std::promise<Status> done;
+    void OnReadInitialMetadataDone(bool ok) override {
+      events.push_back(ok ? "metadata" : "no metadata");
+    }
+    void OnDone(const Status& s) override {
+      events.push_back("done");
+      done.set_value(s);
+    }
+  };
+  Unary reactor;
+  ClientContext ctx;
+  ctx.AddMetadata("x-echo-unary", "1");
+  EchoRequest req;
+  req.set_payload("reactor");
+  EchoResponse resp;
+  stub_->async()->Unary(&ctx, &req, &resp, &reactor);
+  reactor.StartCall();
+  Status s = reactor.done.get_future().get();
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(resp.payload(), "reactor");
+  EXPECT_EQ(reactor.events, (std::vector<std::string>{"metadata", "done"}));
+  EXPECT_EQ(ctx.GetServerInitialMetadata().count("x-echo-unary"), 1u);
+
+  Unary failing;  // the server's status reaches OnDone
+  ClientContext ctx2;
+  req.set_status_code(5);
+  req.set_status_message("nope");
+  stub_->async()->Unary(&ctx2, &req, &resp, &failing);
+  failing.StartCall();
+  Status f = failing.done.get_future().get();
+  EXPECT_EQ(f.error_code(), StatusCode::NOT_FOUND);
+  EXPECT_EQ(f.error_message(), "nope");
+}
+
 TEST_F(StubTest, BlockingStreamsAsInGrpcpp) {
   {
     ClientContext ctx;
