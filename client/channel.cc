@@ -1,5 +1,7 @@
 #include "client/channel.h"
 
+#include "client/interceptor.h"
+
 #include <algorithm>
 #include <functional>
 #include <future>
@@ -302,9 +304,21 @@ std::shared_ptr<Channel> CreateChannel(const std::string& target,
 std::shared_ptr<Channel> CreateCustomChannel(const std::string& target,
                                              const std::shared_ptr<ChannelCredentials>& creds,
                                              const ChannelArguments& args) {
+  return experimental::CreateCustomChannelWithInterceptors(target, creds, args, {});
+}
+
+std::shared_ptr<Channel> experimental::CreateCustomChannelWithInterceptors(
+    const std::string& target, const std::shared_ptr<ChannelCredentials>& creds,
+    const ChannelArguments& args,
+    std::vector<std::unique_ptr<ClientInterceptorFactoryInterface>> interceptor_creators) {
   std::shared_ptr<channel::ChannelState> state = channel::ChannelState::Create(args);
   std::shared_ptr<Channel> channel(new Channel(state));
   if (!state->config_error().ok()) return channel;
+  if (!interceptor_creators.empty()) {
+    state->mutable_config().interceptors =
+        std::make_shared<const std::vector<std::unique_ptr<ClientInterceptorFactoryInterface>>>(
+            std::move(interceptor_creators));
+  }
   absl::StatusOr<channel::Target> t = channel::ParseTarget(target);
   if (!t.ok()) {
     state->Fail(t.status());

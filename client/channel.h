@@ -21,6 +21,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "base/task.h"
 #include "client/channel_arguments.h"
@@ -47,6 +48,16 @@ struct SslCredentialsOptions {
 };
 
 class CallCredentials;  // client/call_credentials.h
+class Channel;
+class ChannelArguments;
+class ChannelCredentials;
+namespace experimental {
+class ClientInterceptorFactoryInterface;  // client/interceptor.h
+std::shared_ptr<Channel> CreateCustomChannelWithInterceptors(
+    const std::string& target, const std::shared_ptr<ChannelCredentials>& creds,
+    const ChannelArguments& args,
+    std::vector<std::unique_ptr<ClientInterceptorFactoryInterface>> interceptor_creators);
+}  // namespace experimental
 
 class ChannelCredentials {
  public:
@@ -170,8 +181,9 @@ class Channel {
  private:
   friend std::shared_ptr<Channel> CreateChannelWithResolver(
       const std::string&, std::shared_ptr<Resolver>, const ChannelArguments&);
-  friend std::shared_ptr<Channel> CreateCustomChannel(
-      const std::string&, const std::shared_ptr<ChannelCredentials>&, const ChannelArguments&);
+  friend std::shared_ptr<Channel> experimental::CreateCustomChannelWithInterceptors(
+      const std::string&, const std::shared_ptr<ChannelCredentials>&, const ChannelArguments&,
+      std::vector<std::unique_ptr<experimental::ClientInterceptorFactoryInterface>>);
   explicit Channel(std::shared_ptr<channel::ChannelState> state);
   std::shared_ptr<channel::ChannelState> state_;
 };

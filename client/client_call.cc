@@ -14,6 +14,7 @@
 #include "client/channel/subchannel.h"
 #include "client/internal/call_credentials.h"
 #include "client/internal/call_opener.h"
+#include "client/internal/interceptors.h"
 #include "client/runtime/loop_event.h"
 
 namespace ringrpc {
@@ -104,12 +105,26 @@ struct ClientCall::Impl {
   std::shared_ptr<channel::Subchannel> sc;
   channel::SubchannelLease lease;             // destroyed after `call`
   std::unique_ptr<transport::Call> call;
+  // The channel's interceptors for this call (null: none).
+  std::unique_ptr<internal::CallInterceptors> interceptors;
+  // Set when an interceptor failed the call: its status, which Finish
+  // reports; and the status once interceptors have seen it.
+  std::optional<Status> failed;
+  std::optional<Status> final_status;
   // What a TryCancel from another thread reaches (through a weak pointer).
   struct CancelTarget {
     transport::Call* call;
     runtime::EventLoop* loop;
+    internal::CallInterceptors* interceptors;
   };
   std::shared_ptr<CancelTarget> alive;
+
+  // An interceptor failed the call: the stream is cancelled, and the call
+  // ends with `s`.
+  void Fail(Status s) {
+    if (!failed) failed = std::move(s);
+    call->Cancel();
+  }
 
   ~Impl() {
     if (cancel_state != nullptr) {
@@ -122,7 +137,10 @@ struct ClientCall::Impl {
         cancel_state->cancel_running = nullptr;
       }
     }
-    if (alive) alive->call = nullptr;
+    if (alive) {
+      alive->call = nullptr;
+      alive->interceptors = nullptr;
+    }
     if (lease && !(*lease)->accepting_streams()) lease.Poison();
     call.reset();
   }
@@ -132,14 +150,45 @@ ClientCall::ClientCall(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 ClientCall::~ClientCall() = default;
 
 Task<Status> ClientCall::Write(std::string_view message, bool compress) {
-  return [](Task<absl::Status> t) -> Task<Status> {
+  auto wrap = [](Task<absl::Status> t) -> Task<Status> {
     co_return Status::FromAbsl(co_await std::move(t));
-  }(impl_->call->Write(message, compress));
+  };
+  if (impl_->interceptors == nullptr) return wrap(impl_->call->Write(message, compress));
+  std::string m(message);
+  if (Status s = impl_->interceptors->PreSendMessage(m); !s.ok()) {
+    impl_->Fail(s);
+    return [](Status s) -> Task<Status> { co_return s; }(s);
+  }
+  return wrap(impl_->call->Write(m, compress));  // the bytes are taken before this returns
 }
 bool ClientCall::never_sent() const { return impl_->call->never_sent(); }
-void ClientCall::WritesDone() { impl_->call->WritesDone(); }
-Task<std::optional<std::string>> ClientCall::Read() { return impl_->call->Read(); }
-void ClientCall::Cancel() { impl_->call->Cancel(); }
+void ClientCall::WritesDone() {
+  if (impl_->interceptors != nullptr) {
+    if (Status s = impl_->interceptors->PreSendClose(); !s.ok()) {
+      impl_->Fail(s);
+      return;
+    }
+  }
+  impl_->call->WritesDone();
+}
+Task<std::optional<std::string>> ClientCall::Read() {
+  if (impl_->interceptors == nullptr) return impl_->call->Read();
+  return [](Impl* impl) -> Task<std::optional<std::string>> {
+    std::optional<std::string> m = co_await impl->call->Read();
+    if (!m) co_return m;
+    Status s = impl->interceptors->PostRecvInitialMetadata(impl->call->initial_metadata());
+    if (s.ok()) s = impl->interceptors->PostRecvMessage(*m);
+    if (!s.ok()) {
+      impl->Fail(s);
+      co_return std::nullopt;
+    }
+    co_return m;
+  }(impl_.get());
+}
+void ClientCall::Cancel() {
+  if (impl_->interceptors != nullptr) impl_->interceptors->PreSendCancel();
+  impl_->call->Cancel();
+}
 
 void ClientCall::Run(Task<void> task) {
   auto holder = std::make_shared<Task<void>>(std::move(task));
@@ -157,6 +206,12 @@ Task<bool> ClientCall::ReadInitialMetadata() {
 
 bool ClientCall::PublishInitialMetadata() {
   if (!impl_->call->headers_received()) return false;
+  if (impl_->interceptors != nullptr) {
+    if (Status s = impl_->interceptors->PostRecvInitialMetadata(impl_->call->initial_metadata());
+        !s.ok()) {
+      impl_->Fail(s);
+    }
+  }
   internal::CallAccess::SetResults(*impl_->ctx, *impl_->call, {}, impl_->sc->record->name());
   return true;
 }
@@ -171,11 +226,31 @@ bool ClientCall::finished() const { return impl_->call->finished(); }
 Status ClientCall::FinishNow() {
   internal::CallAccess::SetResults(*impl_->ctx, *impl_->call, impl_->call->trailing_metadata(),
                                    impl_->sc->record->name());
-  return Status::FromAbsl(*impl_->call->status(), impl_->call->status_details().value_or(""));
+  if (impl_->interceptors == nullptr) {
+    return Status::FromAbsl(*impl_->call->status(), impl_->call->status_details().value_or(""));
+  }
+  if (!impl_->final_status) {  // interceptors see the status once
+    Status s = impl_->failed ? *impl_->failed
+                             : Status::FromAbsl(*impl_->call->status(),
+                                                impl_->call->status_details().value_or(""));
+    if (impl_->call->headers_received()) {
+      (void)impl_->interceptors->PostRecvInitialMetadata(impl_->call->initial_metadata());
+    }
+    impl_->interceptors->PostRecvStatus(s, impl_->call->initial_metadata(),
+                                        impl_->call->trailing_metadata());
+    impl_->final_status = std::move(s);
+  }
+  return *impl_->final_status;
 }
 
 Status ClientCall::WriteNow(std::string_view message) {
-  return Status::FromAbsl(impl_->call->Enqueue(message));
+  if (impl_->interceptors == nullptr) return Status::FromAbsl(impl_->call->Enqueue(message));
+  std::string m(message);
+  if (Status s = impl_->interceptors->PreSendMessage(m); !s.ok()) {
+    impl_->Fail(s);
+    return s;
+  }
+  return Status::FromAbsl(impl_->call->Enqueue(m));
 }
 
 namespace internal {
@@ -312,7 +387,10 @@ void CallOpener::RegisterCancel(ClientCall::Impl& impl) {
     auto target = std::static_pointer_cast<ClientCall::Impl::CancelTarget>(running);
     std::weak_ptr<ClientCall::Impl::CancelTarget> weak = target;
     target->loop->Post([weak] {
-      if (auto t = weak.lock(); t && t->call) t->call->Cancel();
+      if (auto t = weak.lock(); t && t->call) {
+        if (t->interceptors != nullptr) t->interceptors->PreSendCancel();
+        t->call->Cancel();
+      }
     });
   };
 }
@@ -401,6 +479,14 @@ Task<std::unique_ptr<ClientCall>> CallOpener::Open(
       co_return nullptr;
     }
   }
+  std::unique_ptr<CallInterceptors> interceptors =
+      CallInterceptors::Create(st.config().interceptors.get(), method, ctx);
+  if (interceptors != nullptr) {
+    if (Status s = interceptors->PreSendInitialMetadata(md); !s.ok()) {
+      *out = std::move(s);
+      co_return nullptr;
+    }
+  }
   for (;; ++a.number) {
     switch (co_await PickAndLease(a)) {
       case Step::kAgain: continue;
@@ -435,8 +521,9 @@ Task<std::unique_ptr<ClientCall>> CallOpener::Open(
     impl->sc = a.sc;
     impl->lease = std::move(leased);
     impl->call = std::move(*call);
-    impl->alive = std::make_shared<ClientCall::Impl::CancelTarget>(
-        ClientCall::Impl::CancelTarget{impl->call.get(), &loop});
+    impl->interceptors = std::move(interceptors);
+    impl->alive = std::make_shared<ClientCall::Impl::CancelTarget>(ClientCall::Impl::CancelTarget{
+        impl->call.get(), &loop, impl->interceptors.get()});
     RegisterCancel(*impl);
     *out = Status();
     co_return std::unique_ptr<ClientCall>(new ClientCall(std::move(impl)));

@@ -13,6 +13,7 @@ set(RINGRPC_SOURCES
   client/channel/subchannel.cc
   client/channel/target.cc
   client/client_call.cc
+  client/interceptor.cc
   client/resolver.cc
   client/runtime/cq_threads.cc
   client/runtime/epoll_loop.cc
@@ -55,8 +56,10 @@ set(RINGRPC_HEADERS
   client/channel/target.h
   client/channel_arguments.h
   client/client_context.h
+  client/interceptor.h
   client/internal/call_credentials.h
   client/internal/call_opener.h
+  client/internal/interceptors.h
   client/resolver.h
   client/runtime/cq_threads.h
   client/runtime/event_loop.h

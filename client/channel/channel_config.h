@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "base/time.h"
@@ -18,6 +19,9 @@
 
 namespace ringrpc {
 class CallCredentials;  // client/call_credentials.h
+namespace experimental {
+class ClientInterceptorFactoryInterface;  // client/interceptor.h
+}  // namespace experimental
 }  // namespace ringrpc
 
 namespace ringrpc::channel {
@@ -58,6 +62,9 @@ struct ChannelConfig {
   // ringrpc.allow_insecure_call_credentials: send call credentials over a
   // channel without TLS too (gRPC refuses to).
   bool allow_insecure_call_credentials = false;
+  // CreateCustomChannelWithInterceptors' factories (null: none).
+  std::shared_ptr<const std::vector<std::unique_ptr<experimental::ClientInterceptorFactoryInterface>>>
+      interceptors;
 };
 
 absl::StatusOr<ChannelConfig> ParseChannelArguments(const ChannelArguments& args);
