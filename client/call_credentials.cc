@@ -1,13 +1,12 @@
 #include "client/call_credentials.h"
 
 #include <chrono>
-#include <condition_variable>
 #include <deque>
 #include <functional>
-#include <mutex>
 #include <thread>
 #include <utility>
 
+#include "base/mutex.h"
 #include "client/internal/call_credentials.h"
 #include "client/runtime/loop_event.h"
 
@@ -84,10 +83,10 @@ class CredentialsThreads {
     return *threads;
   }
   void Run(std::function<void()> job) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     jobs_.push_back(std::move(job));
     if (idle_ > 0) {
-      cv_.notify_one();
+      cv_.Signal();
       return;
     }
     std::thread([this] { Work(); }).detach();
@@ -95,24 +94,26 @@ class CredentialsThreads {
 
  private:
   void Work() {
-    std::unique_lock<std::mutex> lock(mu_);
     for (;;) {
-      ++idle_;
-      bool got = cv_.wait_for(lock, std::chrono::seconds(30), [this] { return !jobs_.empty(); });
-      --idle_;
-      if (!got) return;
-      std::function<void()> job = std::move(jobs_.front());
-      jobs_.pop_front();
-      lock.unlock();
-      job();
-      job = nullptr;  // what it captured goes here, off the lock
-      lock.lock();
+      std::function<void()> job;
+      {
+        MutexLock lock(&mu_);
+        ++idle_;
+        const bool got = cv_.WaitUntil(
+            &mu_, std::chrono::steady_clock::now() + std::chrono::seconds(30),
+            [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !jobs_.empty(); });
+        --idle_;
+        if (!got) return;
+        job = std::move(jobs_.front());
+        jobs_.pop_front();
+      }
+      job();  // what it captured is released here too, off the lock
     }
   }
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<std::function<void()>> jobs_;
-  int idle_ = 0;
+  Mutex mu_;
+  CondVar cv_;
+  std::deque<std::function<void()>> jobs_ ABSL_GUARDED_BY(mu_);
+  int idle_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 Status RunAll(const std::vector<std::shared_ptr<CallCredentials>>& creds,
