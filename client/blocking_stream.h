@@ -83,10 +83,9 @@ class BlockingCallBase {
     });
     return true;
   }
-  // False at the end of the stream, or if `out` does not parse (the call is
-  // then cancelled and Finish says INTERNAL).
-  bool ReadInto(google::protobuf::MessageLite* out) {
-    if (!call_ || Refused()) return false;
+  // The next message's bytes; nullopt at the end of the stream.
+  std::optional<std::string> ReadBytes() {
+    if (!call_ || Refused()) return std::nullopt;
     std::optional<std::string> m;
     Run([&]() -> Task<void> {
       m = co_await call_->Read();
@@ -94,6 +93,12 @@ class BlockingCallBase {
       // message on, not only after Finish.
       if (!metadata_published_) metadata_published_ = call_->PublishInitialMetadata();
     });
+    return m;
+  }
+  // False at the end of the stream, or if `out` does not parse (the call is
+  // then cancelled and Finish says INTERNAL).
+  bool ReadInto(google::protobuf::MessageLite* out) {
+    std::optional<std::string> m = ReadBytes();
     if (!m) return false;
     if (!out->ParseFromString(*m)) {
       bad_message_ = out->GetTypeName();
@@ -197,6 +202,24 @@ class ClientReaderWriter final : public BlockingCallBase {
   }
   bool WritesDone() { return WritesDoneSync(); }
   bool Read(Response* response) { return ReadInto(response); }
+  Status Finish() { return FinishSync(); }
+};
+
+// A stream of any kind over serialized messages (GenericStub::Call).
+class GenericClientReaderWriter final : public BlockingCallBase {
+ public:
+  GenericClientReaderWriter(std::unique_ptr<ClientCall> call, Status open_status)
+      : BlockingCallBase(std::move(call), std::move(open_status)) {}
+  bool Write(const std::string& message, WriteOptions options = WriteOptions()) {
+    return WriteBytes(message, options);
+  }
+  bool WritesDone() { return WritesDoneSync(); }
+  bool Read(std::string* message) {
+    std::optional<std::string> m = ReadBytes();
+    if (!m) return false;
+    *message = std::move(*m);
+    return true;
+  }
   Status Finish() { return FinishSync(); }
 };
 
