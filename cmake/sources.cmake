@@ -56,6 +56,7 @@ set(RINGRPC_HEADERS
   client/channel/target.h
   client/channel_arguments.h
   client/client_context.h
+  client/generic_stub.h
   client/interceptor.h
   client/internal/call_credentials.h
   client/internal/call_opener.h
