@@ -250,6 +250,37 @@ Task<void> AwaitInto(IoAwaitable aw, IoOp** op, IoResult* out, bool* returned) {
   *returned = true;
 }
 
+// A send queued this turn, then its socket closed (the connection
+// destroyed) before the loop submits: the descriptor number may be reused
+// at once -- by another thread's new connection -- and the queued send
+// must not go out on that other socket (it did: a grpc++ server saw
+// another connection's frames in the middle of its stream and failed it
+// with "Failed parsing HTTP/2").
+TEST_P(LoopTest, ClosingASocketWithASendQueuedNeverSendsOnItsReusedNumber) {
+  int sv[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);
+  const int closed_fd = sv[0];
+  {
+    IoOp* op = nullptr;
+    IoResult r;
+    bool returned = false;
+    Task<void> t = AwaitInto(loop_->Send(sv[0], std::vector<uint8_t>(4, 'x'), 0), &op, &r,
+                             &returned);
+    t.handle().resume();  // queued, not yet submitted
+  }  // the sender goes away
+  loop_->Close(sv[0]);
+  // The number is free: the next socket gets it (lowest free descriptor).
+  int other[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, other), 0);
+  ASSERT_EQ(other[0], closed_fd) << "the test needs the number reused";
+  ASSERT_TRUE(RunUntil([&] { return loop_->ops_in_flight() == 0; }));
+  char buf[16];
+  EXPECT_EQ(::recv(other[1], buf, sizeof buf, MSG_DONTWAIT), -1)
+      << "the closed socket's send arrived on the socket that reused its number";
+  EXPECT_EQ(errno, EAGAIN);
+  for (int fd : {sv[1], other[0], other[1]}) ::close(fd);
+}
+
 TEST_P(LoopTest, InterruptedRecvEndsCancelledAndLosesNoBytes) {
   int sv[2];
   ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);

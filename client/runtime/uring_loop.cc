@@ -108,6 +108,19 @@ class UringLoop final : public EventLoop {
   }
   void InterruptOp(IoOp* op) override { CancelOp(op); }
 
+  // An SQE names its socket by number, and the kernel looks the number up
+  // when the SQE is submitted, not when it is queued. So what is queued is
+  // submitted before a number is closed or handed to another loop: the
+  // number is free the moment it is closed, another thread's new socket
+  // can take it before this loop's next turn, and a queued send would then
+  // go out on that socket (a grpc++ server saw one connection's frames in
+  // the middle of another's and failed it: "Failed parsing HTTP/2").
+  void ForgetFd(int) override {
+    if (io_uring_sq_ready(&ring_) == 0) return;
+    io_uring_submit(&ring_);
+    ++stats_.enters;
+  }
+
   void WakeFromOtherThread() override {
     uint64_t one = 1;
     // EAGAIN only if the counter is saturated: a wake-up is pending anyway.

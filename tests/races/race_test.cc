@@ -284,9 +284,11 @@ class Round {
     return list;
   }
 
-  std::shared_ptr<TestService::Stub> Stub() {
+  // The stub and its channel, read together: another user may drop both
+  // between two separate reads.
+  std::pair<std::shared_ptr<TestService::Stub>, std::shared_ptr<Channel>> StubAndChannel() {
     std::lock_guard<std::mutex> lock(mu_);
-    return stub_;
+    return {stub_, channel_};
   }
   std::shared_ptr<Channel> Chan() {
     std::lock_guard<std::mutex> lock(mu_);
@@ -348,9 +350,8 @@ class Round {
   void User(Rng rng) {
     const int ops = 20 + int(rng() % 40);
     for (int i = 0; i < ops; ++i) {
-      auto stub = Stub();
-      auto channel = Chan();
-      if (!stub) return;
+      auto [stub, channel] = StubAndChannel();
+      if (!stub || !channel) return;
       Form form = static_cast<Form>(rng() % static_cast<int>(Form::kCount));
       // Triage: RINGRPC_RACE_FORMS, a bit mask of the forms to use.
       static const uint64_t forms = EnvU64("RINGRPC_RACE_FORMS", ~uint64_t{0});
