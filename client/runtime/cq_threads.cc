@@ -17,7 +17,23 @@ class Orphans {
  public:
   void Add(std::thread t) {
     MutexLock lock(&mu_);
+    if (exiting_) {
+      // The process is past its exit-time join: nothing will join this
+      // thread, which ends by itself once its task returns. Detached, it is
+      // no leak (TSAN reported one: a set whose last reference dropped on
+      // its own thread while the test binary exited).
+      t.detach();
+      return;
+    }
     threads_.push_back(std::move(t));
+  }
+  // At exit: joins what is here; later orphans detach themselves.
+  void JoinAtExit() {
+    {
+      MutexLock lock(&mu_);
+      exiting_ = true;
+    }
+    JoinAll();
   }
   void JoinAll() {
     std::vector<std::thread> threads;
@@ -37,6 +53,7 @@ class Orphans {
  private:
   Mutex mu_;
   std::vector<std::thread> threads_ ABSL_GUARDED_BY(mu_);
+  bool exiting_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 // Never destroyed: a CQ thread may still add itself while the process
@@ -46,7 +63,7 @@ class Orphans {
 Orphans& TheOrphans() {
   static Orphans* orphans = [] {
     auto* o = new Orphans;
-    std::atexit([] { TheOrphans().JoinAll(); });
+    std::atexit([] { TheOrphans().JoinAtExit(); });
     return o;
   }();
   return *orphans;
