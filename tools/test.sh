@@ -36,7 +36,14 @@ run_config() {
   # Each failed test by name, with the log Bazel kept for it.
   grep -E '^//\S+\s+(\(cached\) )?(FAILED|TIMEOUT|NO STATUS|INCOMPLETE|FLAKY)' "$log" |
     awk '{print "   failed: " $1}' || true
-  grep -E '^\s+/\S+/test\.log$' "$log" | sed 's/^\s*/   log: /' || true
+  # And why: the failure lines of each kept log (CI shows only this output).
+  grep -E '^\s+/\S+/test\.log$' "$log" | while read -r tl; do
+    echo "   log: $tl"
+    if [ -f "$tl" ]; then
+      grep -E -A8 'Failure$|\[  FAILED  \]|ERROR: (Address|Thread|Undefined|Leak)Sanitizer|WARNING: ThreadSanitizer|runtime error:|Check failed|terminate called' "$tl" |
+        head -40 | sed 's/^/     | /'
+    fi
+  done || true
   total_pass=$((total_pass + pass))
   total_fail=$((total_fail + fail))
 }
