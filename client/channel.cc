@@ -291,10 +291,27 @@ std::string Channel::MetricsText() const {
                   "# TYPE ringrpc_transparent_retries_total counter\n"
                   "ringrpc_transparent_retries_total ",
                   state_->transparent_retries(), "\n");
+  if (state_->call_metrics() != nullptr) AppendCallMetricsText(CallMetrics(), &out);
   return out;
 }
 
+CallMetricsSnapshot Channel::CallMetrics() const {
+  const channel::CallMetricsTable* table = state_->call_metrics();
+  return table != nullptr ? table->Snapshot() : CallMetricsSnapshot{};
+}
+
 // ---- creation ------------------------------------------------------------------------
+
+namespace {
+// gRFC A66's grpc.target: the target as a URI, "host:port" being
+// "dns:///host:port" as gRPC canonicalizes it.
+std::string CanonicalTarget(const std::string& target) {
+  for (const char* scheme : {"dns:", "unix:", "unix-abstract:", "ipv4:", "ipv6:", "xds:"}) {
+    if (target.rfind(scheme, 0) == 0) return target;
+  }
+  return "dns:///" + target;
+}
+}  // namespace
 
 std::shared_ptr<Channel> CreateChannel(const std::string& target,
                                        const std::shared_ptr<ChannelCredentials>& creds) {
@@ -327,6 +344,7 @@ std::shared_ptr<Channel> experimental::CreateCustomChannelWithInterceptors(
   if (!args.values().count("grpc.default_authority")) {
     state->mutable_config().connection.authority = t->authority;
   }
+  if (state->call_metrics() != nullptr) state->call_metrics()->set_target(CanonicalTarget(target));
   if (absl::Status s = ApplyCredentials(creds.get(), state->mutable_config()); !s.ok()) {
     state->Fail(s);
     return channel;
@@ -351,6 +369,7 @@ std::shared_ptr<Channel> CreateChannelWithResolver(const std::string& authority,
   if (!args.values().count("grpc.default_authority")) {
     state->mutable_config().connection.authority = authority;
   }
+  if (state->call_metrics() != nullptr) state->call_metrics()->set_target(authority);
   channel::ChannelState::Start(state, std::move(resolver));
   return channel;
 }

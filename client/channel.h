@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "base/task.h"
+#include "client/call_metrics.h"
 #include "client/channel_arguments.h"
 #include "client/client_context.h"
 #include "client/status.h"
@@ -173,7 +174,11 @@ class Channel {
   // The same per address, in Prometheus text exposition format (counters
   // ringrpc_connections_*_total, gauges ringrpc_connections_live and
   // ringrpc_streams_active, retirements by reason), label `address`.
+  // Then the per-call telemetry (client/call_metrics.h) as Prometheus text.
   std::string MetricsText() const;
+  // Per-call telemetry in gRFC A66's instruments, per method and status,
+  // merged over the CQ threads now (empty with ringrpc.call_metrics=0).
+  CallMetricsSnapshot CallMetrics() const;
   // The channel's configuration error, if its target or arguments were bad
   // (then every call fails with it).
   Status configuration_status() const;

@@ -14,6 +14,7 @@
 #include <string>
 #include <variant>
 
+#include "client/call_metrics.h"
 #include "client/subchannel_events.h"
 
 namespace ringrpc {
@@ -49,11 +50,19 @@ class ChannelArguments {
     return listener_;
   }
 
+  // ringrpc: hears every call's telemetry (client/call_metrics.h) on the
+  // call's CQ thread, e.g. to record it in OpenTelemetry instruments.
+  void SetCallMetricsRecorder(std::shared_ptr<CallMetricsRecorder> recorder) {
+    recorder_ = std::move(recorder);
+  }
+  const std::shared_ptr<CallMetricsRecorder>& call_metrics_recorder() const { return recorder_; }
+
   const std::map<std::string, Value>& values() const { return values_; }
 
  private:
   std::map<std::string, Value> values_;
   std::shared_ptr<SubchannelEventListener> listener_;
+  std::shared_ptr<CallMetricsRecorder> recorder_;
 };
 
 }  // namespace ringrpc

@@ -26,6 +26,7 @@
 #include "client/resolver.h"
 #include "client/transport/testing/raw_server.h"
 #include "tests/proto/echo_test.pb.h"
+#include "tests/testing/loopback.h"
 #include "tests/testing/server_process.h"
 
 namespace ringrpc {
@@ -45,18 +46,7 @@ std::unique_ptr<testing::ServerProcess> StartServer(std::string listen = "127.0.
   return s.ok() ? std::move(*s) : nullptr;
 }
 
-// A port with nothing listening on it (bound, then released).
-int FreePort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
+int FreePort() { return testing::UnusedLoopbackPort(); }
 
 Status Echo(Channel& ch, const std::string& payload, std::string* got,
             ClientContext* ctx = nullptr, int sleep_ms = 0) {

@@ -95,7 +95,7 @@ Task<absl::StatusOr<SubchannelLease>> Acquire(SubchannelPool p) {
 
 // ---- ClientCall ---------------------------------------------------------------------
 
-struct ClientCall::Impl {
+struct ClientCall::Impl final : transport::Call::EndObserver {
   std::shared_ptr<channel::ChannelState> channel;
   runtime::EventLoop* loop = nullptr;  // the CQ thread the call lives on
   ClientContext* ctx = nullptr;
@@ -118,6 +118,20 @@ struct ClientCall::Impl {
     internal::CallInterceptors* interceptors;
   };
   std::shared_ptr<CancelTarget> alive;
+  // Telemetry (null table: none): the attempt ends with the stream; with
+  // `whole_call` it is the call's end too (a unary call records its own).
+  channel::CallMetricsTable* metrics = nullptr;
+  channel::MethodRow* metrics_row = nullptr;
+  TimePoint attempt_start;
+  bool whole_call = false;
+
+  void OnCallEnd(const transport::Call& c) override {
+    const StatusCode code = static_cast<StatusCode>(c.status()->code());
+    const Duration took = Clock::now() - attempt_start;
+    metrics->AttemptEnded(metrics_row, code, took, c.sent_message_bytes(),
+                          c.received_message_bytes());
+    if (whole_call) metrics->CallEnded(metrics_row, code, took);
+  }
 
   // An interceptor failed the call: the stream is cancelled, and the call
   // ends with `s`.
@@ -436,6 +450,34 @@ Task<Status> RunCallCredentials(const std::shared_ptr<ChannelState>& self, const
 
 Task<std::unique_ptr<ClientCall>> CallOpener::Open(
     std::shared_ptr<channel::ChannelState> self, const std::string& method, ClientContext* ctx,
+    Status* out, bool whole_call) {
+  channel::CallMetricsTable* metrics = self->call_metrics();
+  const std::optional<size_t> index = self->CurrentIndex();
+  if (metrics == nullptr || !index || ctx == nullptr) {
+    co_return co_await OpenAttempt(std::move(self), method, ctx, out);  // nothing to record
+  }
+  channel::MethodRow* row = metrics->Method(*index, method);
+  const TimePoint start = Clock::now();
+  metrics->AttemptStarted(row);
+  std::unique_ptr<ClientCall> call = co_await OpenAttempt(std::move(self), method, ctx, out);
+  if (call == nullptr) {  // it ended before a stream: no bytes either way
+    const Duration took = Clock::now() - start;
+    metrics->AttemptEnded(row, out->error_code(), took, 0, 0);
+    if (whole_call) metrics->CallEnded(row, out->error_code(), took);
+    co_return nullptr;
+  }
+  ClientCall::Impl& impl = *call->impl_;
+  impl.metrics = metrics;
+  impl.metrics_row = row;
+  impl.attempt_start = start;
+  impl.whole_call = whole_call;
+  impl.call->set_end_observer(&impl);
+  if (impl.call->finished()) impl.OnCallEnd(*impl.call);  // ended while it opened
+  co_return call;
+}
+
+Task<std::unique_ptr<ClientCall>> CallOpener::OpenAttempt(
+    std::shared_ptr<channel::ChannelState> self, const std::string& method, ClientContext* ctx,
     Status* out) {
   ChannelState& st = *self;
   if (ctx == nullptr) {
@@ -540,12 +582,27 @@ Task<Status> CallOpener::Unary(std::shared_ptr<channel::ChannelState> self,
   if (response == nullptr) {
     co_return Status(StatusCode::INVALID_ARGUMENT, "the unary call's response pointer is null");
   }
+  // The call's telemetry: its attempts record themselves (Open), the call
+  // is recorded here with the status its caller gets.
+  channel::CallMetricsTable* metrics = self->call_metrics();
+  const std::optional<size_t> index = self->CurrentIndex();
+  channel::MethodRow* row =
+      metrics != nullptr && index && ctx != nullptr ? metrics->Method(*index, method) : nullptr;
+  const TimePoint start = Clock::now();
+  Status s = co_await UnaryAttempts(self, method, ctx, std::move(request), response);
+  if (row != nullptr) metrics->CallEnded(row, s.error_code(), Clock::now() - start);
+  co_return s;
+}
+
+Task<Status> CallOpener::UnaryAttempts(std::shared_ptr<channel::ChannelState> self,
+                                       const std::string& method, ClientContext* ctx,
+                                       std::string request, std::string* response) {
   // gRFC A6: a call the server never processed (GOAWAY above its stream,
   // REFUSED_STREAM) is sent again once, transparently, on another
   // connection, within the same deadline.
   for (int attempt = 0;; ++attempt) {
     Status st;
-    std::unique_ptr<ClientCall> call = co_await Open(self, method, ctx, &st);
+    std::unique_ptr<ClientCall> call = co_await Open(self, method, ctx, &st, false);
     if (call == nullptr) co_return st;
     Status w = call->WriteNow(request);  // one message: no need to wait for room
     (void)w;  // a failed write ends the call: Finish reports why

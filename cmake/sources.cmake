@@ -3,8 +3,10 @@
 set(RINGRPC_SOURCES
   base/time.cc
   client/call_credentials.cc
+  client/call_metrics.cc
   client/callback_reactor.cc
   client/channel.cc
+  client/channel/call_metrics_table.cc
   client/channel/channel_config.cc
   client/channel/channel_state.cc
   client/channel/connectivity_state.cc
@@ -44,9 +46,11 @@ set(RINGRPC_HEADERS
   base/time.h
   client/blocking_stream.h
   client/call_credentials.h
+  client/call_metrics.h
   client/callback_reactor.h
   client/channel.h
   client/channel/backoff.h
+  client/channel/call_metrics_table.h
   client/channel/channel_config.h
   client/channel/channel_state.h
   client/channel/connectivity_state.h

@@ -187,6 +187,7 @@ void ReadRingrpcArgs(Reader& r, ChannelConfig& c) {
   r.Int("ringrpc.cq_threads", 0, 1024, [&](int v) { c.cq_threads = v; });
   r.Int("ringrpc.allow_insecure_call_credentials", 0, 1,
         [&](int v) { c.allow_insecure_call_credentials = v == 1; });
+  r.Int("ringrpc.call_metrics", 0, 1, [&](int v) { c.call_metrics = v == 1; });
   r.String("ringrpc.poller", [&](const std::string& v) -> absl::Status {
     if (v == "io_uring") c.poller = runtime::Backend::kIoUring;
     else if (v == "epoll") c.poller = runtime::Backend::kEpoll;

@@ -62,6 +62,10 @@ struct ChannelConfig {
   // ringrpc.allow_insecure_call_credentials: send call credentials over a
   // channel without TLS too (gRPC refuses to).
   bool allow_insecure_call_credentials = false;
+  // ringrpc.call_metrics: per-call telemetry (gRFC A66's instruments, per
+  // CQ thread; client/call_metrics.h). 0: none kept, a recorder still hears
+  // every call.
+  bool call_metrics = true;
   // CreateCustomChannelWithInterceptors' factories (null: none).
   std::shared_ptr<const std::vector<std::unique_ptr<experimental::ClientInterceptorFactoryInterface>>>
       interceptors;

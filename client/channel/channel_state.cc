@@ -65,7 +65,13 @@ std::shared_ptr<ChannelState> ChannelState::Create(const ChannelArguments& args)
       }
     }
   }
-  if (state->cq_) state->per_thread_.resize(state->cq_->size());
+  if (state->cq_) {
+    state->per_thread_.resize(state->cq_->size());
+    if (state->config_.call_metrics || args.call_metrics_recorder()) {
+      state->call_metrics_ = std::make_unique<CallMetricsTable>(
+          state->cq_->size(), args.call_metrics_recorder(), state->config_.call_metrics);
+    }
+  }
   return state;
 }
 

@@ -41,6 +41,7 @@
 #include "base/mutex.h"
 #include "base/task.h"
 #include "base/time.h"
+#include "client/channel/call_metrics_table.h"
 #include "client/channel/channel_config.h"
 #include "client/channel/lb_policy.h"
 #include "client/channel/resolver.h"
@@ -118,6 +119,9 @@ class ChannelState : public std::enable_shared_from_this<ChannelState> {
   // already dropped.
   pool::PoolMetrics Metrics() const;
   std::vector<std::pair<std::string, pool::PoolMetrics>> MetricsByAddress() const;
+  // Per-call telemetry: null when neither kept (ringrpc.call_metrics=0)
+  // nor heard by a recorder, or when the channel has no CQ thread.
+  CallMetricsTable* call_metrics() const { return call_metrics_.get(); }
   void CountTransparentRetry() { transparent_retries_.fetch_add(1, std::memory_order_relaxed); }
   uint64_t transparent_retries() const {
     return transparent_retries_.load(std::memory_order_relaxed);
@@ -132,6 +136,7 @@ class ChannelState : public std::enable_shared_from_this<ChannelState> {
   std::shared_ptr<runtime::CqThreads> cq_;
   std::shared_ptr<Resolver> resolver_;
   std::shared_ptr<SubchannelEventListener> listener_;
+  std::unique_ptr<CallMetricsTable> call_metrics_;
 
   mutable Mutex mu_;
   std::vector<std::shared_ptr<Subchannel>> list_ ABSL_GUARDED_BY(mu_);  // resolver order

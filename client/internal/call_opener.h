@@ -26,10 +26,12 @@ namespace internal {
 // (client/channel/channel_state.h) and a ClientCall.
 class CallOpener {
  public:
-  // `method` must outlive the task (callers await it at once).
+  // `method` must outlive the task (callers await it at once). One
+  // attempt, recorded in the channel's call metrics; with `whole_call` its
+  // end is the call's end too (a stream; Unary records its call itself).
   static Task<std::unique_ptr<ClientCall>> Open(
       std::shared_ptr<channel::ChannelState> self, const std::string& method, ClientContext* ctx,
-      Status* out);
+      Status* out, bool whole_call = true);
   static Task<std::unique_ptr<ClientCall>> OpenHolding(
       std::shared_ptr<channel::ChannelState> self, std::string method, ClientContext* ctx,
       Status* out) {
@@ -40,6 +42,14 @@ class CallOpener {
                             ClientContext* ctx, std::string request, std::string* response);
 
  private:
+  // Open without the telemetry.
+  static Task<std::unique_ptr<ClientCall>> OpenAttempt(
+      std::shared_ptr<channel::ChannelState> self, const std::string& method, ClientContext* ctx,
+      Status* out);
+  // Unary's attempts (a transparent retry is a second one).
+  static Task<Status> UnaryAttempts(std::shared_ptr<channel::ChannelState> self,
+                                    const std::string& method, ClientContext* ctx,
+                                    std::string request, std::string* response);
   // Cancel() from any thread reaches the call on its loop from now on (or
   // cancels it at once if it came first).
   static void RegisterCancel(ClientCall::Impl& impl);

@@ -55,6 +55,7 @@ void Call::End(absl::Status status) {
   status_ = std::move(status);
   deadline_.reset();
   Wake();
+  if (end_observer_ != nullptr) end_observer_->OnCallEnd(*this);
 }
 
 void Call::Wake() {
@@ -85,6 +86,7 @@ absl::Status Call::Enqueue(std::string_view message, bool compress) {
     conn_->ResetStream(this, NGHTTP2_CANCEL);
     return s;
   }
+  const size_t framed_before = out_.size();
   if (compress && send_compression_ != Compression::kIdentity) {
     // Compressed straight into out_ behind a prefix written afterwards; kept
     // only if it is smaller (gRPC's rule: the flag is per message).
@@ -100,6 +102,7 @@ absl::Status Call::Enqueue(std::string_view message, bool compress) {
   } else {
     AppendFramedMessage(out_, message);
   }
+  sent_message_bytes_ += out_.size() - framed_before - 5;
   if (data_deferred_) {
     data_deferred_ = false;
     nghttp2_session_resume_data(conn_->session_, stream_id_);

@@ -41,6 +41,16 @@ class Http2Connection;
 // an unfinished call cancels it (RST_STREAM CANCEL).
 class Call {
  public:
+  // Told once, on the connection's loop thread, when the call ends (its
+  // status set; also when it ends by being destroyed).
+  class EndObserver {
+   public:
+    virtual void OnCallEnd(const Call& call) = 0;
+
+   protected:
+    ~EndObserver() = default;
+  };
+
   ~Call();
   Call(const Call&) = delete;
   Call& operator=(const Call&) = delete;
@@ -90,6 +100,12 @@ class Call {
   // REFUSED_STREAM): safe to retry elsewhere.
   bool never_sent() const { return never_sent_; }
   int32_t stream_id() const { return stream_id_; }
+  // Message bytes as sent and as received (compressed if they were), the
+  // 5-byte prefixes not counted: gRFC A66's *_total_compressed_message_size.
+  uint64_t sent_message_bytes() const { return sent_message_bytes_; }
+  uint64_t received_message_bytes() const { return decoder_.message_bytes(); }
+  // Null to stop; the observer must outlive the call or be unset first.
+  void set_end_observer(EndObserver* observer) { end_observer_ = observer; }
 
  private:
   friend class Http2Connection;
@@ -114,6 +130,8 @@ class Call {
   // Outgoing framed bytes not yet taken by nghttp2.
   std::string out_;
   size_t out_offset_ = 0;
+  uint64_t sent_message_bytes_ = 0;
+  EndObserver* end_observer_ = nullptr;
   bool writes_done_ = false;
   bool data_deferred_ = false;
   const Compression send_compression_;

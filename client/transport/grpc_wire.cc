@@ -174,6 +174,7 @@ void MessageDecoder::Parse() {
     if (need_ != 0) break;
     in_body_ = false;
     ready_bytes_ += 5 + current_.bytes.size();
+    message_bytes_ += current_.bytes.size();
     ready_.push_back(std::move(current_));
     current_ = ReceivedMessage();
   }

@@ -76,6 +76,8 @@ class MessageDecoder {
   // Wire bytes (prefix included) of the complete messages not yet taken by
   // Next(): what the reader has not consumed (flow control credits the rest).
   size_t ready_bytes() const { return ready_bytes_; }
+  // Body bytes (prefixes not counted) of every complete message so far.
+  uint64_t message_bytes() const { return message_bytes_; }
 
  private:
   void Parse();
@@ -87,6 +89,7 @@ class MessageDecoder {
   ReceivedMessage current_;
   std::deque<ReceivedMessage> ready_;
   size_t ready_bytes_ = 0;
+  uint64_t message_bytes_ = 0;
   absl::Status error_;
 };
 

@@ -7,6 +7,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 namespace ringrpc::testing {
 
@@ -22,6 +23,20 @@ inline int ListenLoopback(int backlog, sockaddr_in* addr) {
   ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
   *addr = a;
   return fd;
+}
+
+// A port with nothing listening on it (bound, then released): a dial to it
+// is refused.
+inline int UnusedLoopbackPort() {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t len = sizeof a;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  ::close(fd);
+  return ntohs(a.sin_port);
 }
 
 }  // namespace ringrpc::testing
