@@ -12,6 +12,7 @@ set(RINGRPC_SOURCES
   client/channel/connectivity_state.cc
   client/channel/lb_policy.cc
   client/channel/resolver.cc
+  client/channel/service_config.cc
   client/channel/subchannel.cc
   client/channel/target.cc
   client/client_call.cc
@@ -56,6 +57,7 @@ set(RINGRPC_HEADERS
   client/channel/connectivity_state.h
   client/channel/lb_policy.h
   client/channel/resolver.h
+  client/channel/service_config.h
   client/channel/subchannel.h
   client/channel/target.h
   client/channel_arguments.h

@@ -65,50 +65,6 @@ absl::StatusOr<LbPolicy> LbPolicyFromName(const std::string& key, const std::str
       "\" (ringrpc has pick_first and round_robin)"));
 }
 
-// The parts of a gRPC service config ringrpc reads: loadBalancingConfig
-// (the first policy it knows, as gRPC picks) or loadBalancingPolicy.
-absl::Status ApplyServiceConfig(const std::string& text, ChannelConfig& c) {
-  nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object()) {
-    return absl::InvalidArgumentError(
-        "channel argument grpc.service_config: not a JSON object");
-  }
-  if (auto it = j.find("loadBalancingConfig"); it != j.end()) {
-    if (!it->is_array()) {
-      return absl::InvalidArgumentError(
-          "grpc.service_config: loadBalancingConfig must be an array");
-    }
-    for (const auto& entry : *it) {
-      if (!entry.is_object() || entry.size() != 1) {
-        return absl::InvalidArgumentError(
-            "grpc.service_config: each loadBalancingConfig entry must be an object "
-            "with one policy");
-      }
-      absl::StatusOr<LbPolicy> p =
-          LbPolicyFromName("grpc.service_config", entry.begin().key());
-      if (p.ok()) {
-        c.lb_policy = *p;
-        return absl::OkStatus();
-      }
-    }
-    return absl::InvalidArgumentError(
-        "grpc.service_config: no policy in loadBalancingConfig that ringrpc knows "
-        "(pick_first, round_robin)");
-  }
-  if (auto it = j.find("loadBalancingPolicy"); it != j.end()) {
-    if (!it->is_string()) {
-      return absl::InvalidArgumentError(
-          "grpc.service_config: loadBalancingPolicy must be a string");
-    }
-    std::string name = it->get<std::string>();
-    for (char& ch : name) ch = static_cast<char>(std::tolower(ch));  // "ROUND_ROBIN"
-    absl::StatusOr<LbPolicy> p = LbPolicyFromName("grpc.service_config", name);
-    if (!p.ok()) return p.status();
-    c.lb_policy = *p;
-  }
-  return absl::OkStatus();
-}
-
 // Milliseconds from an integer argument.
 Duration Ms(int v) { return Duration(milliseconds(v)); }
 
@@ -149,8 +105,15 @@ void ReadChannelArgs(Reader& r, ChannelConfig& c) {
     if (p.ok()) c.lb_policy = *p;
     return p.status();
   });
-  r.String("grpc.service_config",
-           [&](const std::string& v) { return ApplyServiceConfig(v, c); });
+  r.Int("grpc.enable_retries", 0, 1, [&](int v) { c.enable_retries = v == 1; });
+  r.String("grpc.service_config", [&](const std::string& v) -> absl::Status {
+    absl::StatusOr<ServiceConfig> sc =
+        ParseServiceConfig(v, {.retries_enabled = c.enable_retries});
+    if (!sc.ok()) return sc.status();
+    if (sc->lb_policy) c.lb_policy = *sc->lb_policy;
+    c.service_config = std::make_shared<const ServiceConfig>(std::move(*sc));
+    return absl::OkStatus();
+  });
   r.String("grpc.ssl_target_name_override", [&](const std::string& v) -> absl::Status {
     if (v.empty()) {
       return absl::InvalidArgumentError(

@@ -13,6 +13,7 @@
 #include "absl/status/statusor.h"
 #include "base/time.h"
 #include "client/channel_arguments.h"
+#include "client/channel/service_config.h"
 #include "client/runtime/event_loop.h"
 #include "client/transport/http2_connection.h"
 #include "pool/config.h"
@@ -25,8 +26,6 @@ class ClientInterceptorFactoryInterface;  // client/interceptor.h
 }  // namespace ringrpc
 
 namespace ringrpc::channel {
-
-enum class LbPolicy { kPickFirst, kRoundRobin };
 
 // gRPC's connection-backoff parameters.
 struct BackoffConfig {
@@ -66,6 +65,12 @@ struct ChannelConfig {
   // CQ thread; client/call_metrics.h). 0: none kept, a recorder still hears
   // every call.
   bool call_metrics = true;
+  // grpc.service_config, parsed (null: none given); its methodConfig
+  // entries apply per call (client/client_call.cc).
+  std::shared_ptr<const ServiceConfig> service_config;
+  // grpc.enable_retries: 0 turns off every retry (today the one
+  // transparent retry of a unary call the server never saw).
+  bool enable_retries = true;
   // CreateCustomChannelWithInterceptors' factories (null: none).
   std::shared_ptr<const std::vector<std::unique_ptr<experimental::ClientInterceptorFactoryInterface>>>
       interceptors;

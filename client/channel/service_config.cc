@@ -1,0 +1,214 @@
+#include "client/channel/service_config.h"
+
+#include <cctype>
+#include <limits>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/str_cat.h"
+
+namespace ringrpc::channel {
+namespace {
+
+using nlohmann::json;
+
+absl::Status Error(std::string_view path, std::string_view what) {
+  return absl::InvalidArgumentError(absl::StrCat("grpc.service_config: ", std::string(path),
+                                                 path.empty() ? "" : ": ", std::string(what)));
+}
+
+absl::StatusOr<LbPolicy> LbPolicyNamed(const std::string& name) {
+  if (name == "pick_first") return LbPolicy::kPickFirst;
+  if (name == "round_robin") return LbPolicy::kRoundRobin;
+  return absl::InvalidArgumentError(absl::StrCat("unknown load balancing policy \"", name,
+                                                 "\" (ringrpc has pick_first and round_robin)"));
+}
+
+// loadBalancingConfig (the first policy ringrpc knows, as gRPC picks), else
+// the older loadBalancingPolicy.
+absl::Status ReadLb(const json& j, ServiceConfig& out) {
+  if (auto it = j.find("loadBalancingConfig"); it != j.end()) {
+    if (!it->is_array()) return Error("loadBalancingConfig", "must be an array");
+    for (size_t i = 0; i < it->size(); ++i) {
+      const json& entry = (*it)[i];
+      if (!entry.is_object() || entry.size() != 1) {
+        return Error(absl::StrCat("loadBalancingConfig[", i, "]"),
+                     "must be an object with one policy");
+      }
+      absl::StatusOr<LbPolicy> p = LbPolicyNamed(entry.begin().key());
+      if (p.ok()) {
+        out.lb_policy = *p;
+        return absl::OkStatus();
+      }
+    }
+    return Error("loadBalancingConfig",
+                 "no policy in it that ringrpc knows (pick_first, round_robin)");
+  }
+  if (auto it = j.find("loadBalancingPolicy"); it != j.end()) {
+    if (!it->is_string()) return Error("loadBalancingPolicy", "must be a string");
+    std::string name = it->get<std::string>();
+    for (char& ch : name) ch = static_cast<char>(std::tolower(ch));  // "ROUND_ROBIN"
+    absl::StatusOr<LbPolicy> p = LbPolicyNamed(name);
+    if (!p.ok()) return Error("loadBalancingPolicy", std::string(p.status().message()));
+    out.lb_policy = *p;
+  }
+  return absl::OkStatus();
+}
+
+// A uint32 field: a JSON number or a string of digits (proto3 JSON allows
+// both); above 2^32-1 is capped there.
+absl::StatusOr<uint32_t> ReadUint32(const json& v, std::string_view path) {
+  uint64_t n = 0;
+  if (v.is_number_unsigned()) {
+    n = v.get<uint64_t>();
+  } else if (v.is_number_integer() || v.is_number_float()) {
+    return Error(path, "must be a non-negative integer");
+  } else if (v.is_string()) {
+    const std::string& s = v.get_ref<const std::string&>();
+    if (s.empty() || s.size() > 19) return Error(path, absl::StrCat("\"", s, "\" is not a number"));
+    for (char c : s) {
+      if (c < '0' || c > '9') return Error(path, absl::StrCat("\"", s, "\" is not a number"));
+      n = n * 10 + (c - '0');
+    }
+  } else {
+    return Error(path, "must be a number");
+  }
+  return static_cast<uint32_t>(std::min<uint64_t>(n, std::numeric_limits<uint32_t>::max()));
+}
+
+absl::Status ReadMethodConfigs(const json& j, const ServiceConfigOptions& options,
+                               ServiceConfig& out) {
+  auto it = j.find("methodConfig");
+  if (it == j.end()) return absl::OkStatus();
+  if (!it->is_array()) return Error("methodConfig", "must be an array");
+  absl::flat_hash_map<std::string, size_t> seen;  // name -> entry index
+  for (size_t i = 0; i < it->size(); ++i) {
+    const json& entry = (*it)[i];
+    const std::string at = absl::StrCat("methodConfig[", i, "]");
+    if (!entry.is_object()) return Error(at, "must be an object");
+    MethodConfig mc;
+    if (auto t = entry.find("timeout"); t != entry.end()) {
+      std::optional<Duration> d =
+          t->is_string() ? ParseJsonDuration(t->get_ref<const std::string&>()) : std::nullopt;
+      if (!d) {
+        return Error(at + ".timeout",
+                     absl::StrCat(t->dump(), " is not a duration (want e.g. \"1.5s\")"));
+      }
+      mc.timeout = *d;
+    }
+    if (auto w = entry.find("waitForReady"); w != entry.end()) {
+      if (!w->is_boolean()) return Error(at + ".waitForReady", "must be true or false");
+      mc.wait_for_ready = w->get<bool>();
+    }
+    for (auto [key, field] : {std::pair{"maxRequestMessageBytes", &MethodConfig::max_request_message_bytes},
+                              std::pair{"maxResponseMessageBytes", &MethodConfig::max_response_message_bytes}}) {
+      if (auto f = entry.find(key); f != entry.end()) {
+        absl::StatusOr<uint32_t> n = ReadUint32(*f, at + "." + key);
+        if (!n.ok()) return n.status();
+        mc.*field = *n;
+      }
+    }
+    if (entry.contains("retryPolicy")) {
+      if (!entry["retryPolicy"].is_object()) return Error(at + ".retryPolicy", "must be an object");
+      if (options.retries_enabled) {
+        return Error(at + ".retryPolicy",
+                     "retries are not implemented in ringrpc yet (with grpc.enable_retries=0 "
+                     "it is ignored, as grpc++ then does)");
+      }
+    }
+    if (entry.contains("hedgingPolicy")) {
+      return Error(at + ".hedgingPolicy", "hedging is not implemented in ringrpc yet");
+    }
+    auto names = entry.find("name");
+    if (names == entry.end()) continue;  // applies to no method
+    if (!names->is_array()) return Error(at + ".name", "must be an array");
+    for (size_t k = 0; k < names->size(); ++k) {
+      const json& n = (*names)[k];
+      const std::string nat = absl::StrCat(at, ".name[", k, "]");
+      if (!n.is_object()) return Error(nat, "must be an object");
+      std::string service, method;
+      for (auto [field, dst] : {std::pair{"service", &service}, std::pair{"method", &method}}) {
+        if (auto f = n.find(field); f != n.end()) {
+          if (!f->is_string()) return Error(absl::StrCat(nat, ".", field), "must be a string");
+          *dst = f->get<std::string>();
+        }
+      }
+      if (service.empty() && !method.empty()) {
+        return Error(nat, absl::StrCat("method \"", method, "\" without a service"));
+      }
+      std::string key = service.empty() ? "" : absl::StrCat(service, "/", method);
+      if (auto [pos, fresh] = seen.emplace(key, i); !fresh) {
+        return Error(nat, absl::StrCat("the name ", key.empty() ? "(the default)" : "\"" + key + "\"",
+                                       " is also in methodConfig[", pos->second, "]"));
+      }
+      out.methods[key] = mc;
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+std::optional<Duration> ParseJsonDuration(std::string_view text) {
+  if (text.size() < 2 || text.back() != 's') return std::nullopt;
+  text.remove_suffix(1);
+  const size_t dot = text.find('.');
+  std::string_view whole = text.substr(0, dot);
+  std::string_view frac = dot == std::string_view::npos ? std::string_view() : text.substr(dot + 1);
+  if (whole.empty() || whole.size() > 12 || frac.size() > 9 ||
+      (dot != std::string_view::npos && frac.empty())) {
+    return std::nullopt;
+  }
+  int64_t seconds = 0, nanos = 0;
+  for (char c : whole) {
+    if (c < '0' || c > '9') return std::nullopt;
+    seconds = seconds * 10 + (c - '0');
+  }
+  for (size_t i = 0; i < 9; ++i) {
+    char c = i < frac.size() ? frac[i] : '0';
+    if (c < '0' || c > '9') return std::nullopt;
+    nanos = nanos * 10 + (c - '0');
+  }
+  constexpr int64_t kMaxSeconds = 315576000000;  // google.protobuf.Duration's limit
+  if (seconds > kMaxSeconds) return std::nullopt;
+  return std::chrono::duration_cast<Duration>(std::chrono::seconds(seconds) +
+                                              std::chrono::nanoseconds(nanos));
+}
+
+const MethodConfig* ServiceConfig::Find(std::string_view path) const {
+  if (methods.empty()) return nullptr;
+  if (!path.empty() && path[0] == '/') path.remove_prefix(1);
+  auto look = [&](std::string_view key) -> const MethodConfig* {
+    auto it = methods.find(absl::string_view(key.data(), key.size()));
+    return it == methods.end() ? nullptr : &it->second;
+  };
+  if (const MethodConfig* m = look(path)) return m;
+  if (size_t slash = path.find('/'); slash != std::string_view::npos) {
+    if (const MethodConfig* m = look(path.substr(0, slash + 1))) return m;
+  }
+  return look("");
+}
+
+absl::StatusOr<ServiceConfig> ParseServiceConfig(std::string_view text,
+                                                 const ServiceConfigOptions& options) {
+  json j = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) return Error("", "not a JSON object");
+  ServiceConfig out;
+  if (absl::Status s = ReadLb(j, out); !s.ok()) return s;
+  if (absl::Status s = ReadMethodConfigs(j, options, out); !s.ok()) return s;
+  if (auto it = j.find("retryThrottling"); it != j.end()) {
+    if (!it->is_object()) return Error("retryThrottling", "must be an object");
+    if (options.retries_enabled) {
+      return Error("retryThrottling",
+                   "retries are not implemented in ringrpc yet (with grpc.enable_retries=0 it "
+                   "is ignored, as grpc++ then does)");
+    }
+  }
+  if (j.contains("healthCheckConfig")) {
+    return Error("healthCheckConfig",
+                 "client-side health checking is not implemented in ringrpc yet");
+  }
+  return out;
+}
+
+}  // namespace ringrpc::channel

@@ -1,0 +1,65 @@
+// client/channel/service_config.h — a gRPC service config (the JSON of
+// grpc.service_config) as grpc++ 1.51 reads it for a client, checked whole:
+// a field ringrpc does not implement is an error naming it, never ignored;
+// fields gRPC does not know are ignored, as gRPC does. docs/service-config.md
+// says what each field does here.
+//
+//   {"loadBalancingConfig": [{"round_robin": {}}],
+//    "methodConfig": [{"name": [{"service": "pkg.Greeter"}],
+//                      "timeout": "1.5s", "waitForReady": true,
+//                      "maxRequestMessageBytes": 1048576}]}
+#ifndef RINGRPC_CLIENT_CHANNEL_SERVICE_CONFIG_H_
+#define RINGRPC_CLIENT_CHANNEL_SERVICE_CONFIG_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "base/time.h"
+
+namespace ringrpc::channel {
+
+enum class LbPolicy { kPickFirst, kRoundRobin };
+
+// One methodConfig entry's settings (each absent unless the entry set it).
+struct MethodConfig {
+  std::optional<Duration> timeout;
+  std::optional<bool> wait_for_ready;
+  std::optional<uint32_t> max_request_message_bytes;
+  std::optional<uint32_t> max_response_message_bytes;
+  bool operator==(const MethodConfig&) const = default;
+};
+
+struct ServiceConfig {
+  std::optional<LbPolicy> lb_policy;
+  // By name: "pkg.Service/Method", "pkg.Service/" (the service's default)
+  // and "" (the channel's default).
+  absl::flat_hash_map<std::string, MethodConfig> methods;
+
+  // The entry for a call to `path` ("/pkg.Service/Method"): the method's,
+  // else its service's, else the default; null if none.
+  const MethodConfig* Find(std::string_view path) const;
+};
+
+struct ServiceConfigOptions {
+  // grpc.enable_retries=0: retryPolicy and retryThrottling mean nothing
+  // (grpc++ ignores them then); otherwise ringrpc, which does not retry
+  // yet, refuses them.
+  bool retries_enabled = true;
+};
+
+// INVALID_ARGUMENT naming the JSON path of the first problem, e.g.
+// "grpc.service_config: methodConfig[0].timeout: \"1.5\" is not a duration
+// (want \"1.5s\")".
+absl::StatusOr<ServiceConfig> ParseServiceConfig(std::string_view json,
+                                                 const ServiceConfigOptions& options = {});
+
+// gRPC's JSON duration ("1.5s", up to nine fractional digits), >= 0.
+std::optional<Duration> ParseJsonDuration(std::string_view text);
+
+}  // namespace ringrpc::channel
+
+#endif  // RINGRPC_CLIENT_CHANNEL_SERVICE_CONFIG_H_

@@ -1,0 +1,117 @@
+// The service config parser: grpc++ 1.51's client schema, every problem
+// named by its JSON path, unimplemented fields refused, unknown ones ignored.
+#include "client/channel/service_config.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace ringrpc::channel {
+namespace {
+
+using std::chrono::milliseconds;
+using ::testing::HasSubstr;
+
+TEST(ServiceConfig, MethodEntriesMatchMethodThenServiceThenDefault) {
+  absl::StatusOr<ServiceConfig> sc = ParseServiceConfig(R"({
+    "loadBalancingConfig": [{"grpclb": {}}, {"round_robin": {}}],
+    "methodConfig": [
+      {"name": [{"service": "pkg.S", "method": "Slow"}], "timeout": "2.5s"},
+      {"name": [{"service": "pkg.S"}, {"service": "pkg.T", "method": ""}],
+       "waitForReady": true, "maxRequestMessageBytes": "1024",
+       "maxResponseMessageBytes": 99999999999},
+      {"name": [{}], "timeout": "0.000000001s"}
+    ],
+    "someFutureField": {"ignored": true}
+  })");
+  ASSERT_TRUE(sc.ok()) << sc.status();
+  EXPECT_EQ(sc->lb_policy, LbPolicy::kRoundRobin);  // the first one it knows
+  const MethodConfig* slow = sc->Find("/pkg.S/Slow");
+  ASSERT_NE(slow, nullptr);
+  EXPECT_EQ(slow->timeout, milliseconds(2500));
+  EXPECT_FALSE(slow->wait_for_ready.has_value());  // the method's entry alone, not merged
+  const MethodConfig* other = sc->Find("/pkg.S/Other");
+  ASSERT_NE(other, nullptr);
+  EXPECT_EQ(other->wait_for_ready, true);
+  EXPECT_EQ(other->max_request_message_bytes, 1024u);
+  EXPECT_EQ(other->max_response_message_bytes, 4294967295u);  // capped at uint32
+  EXPECT_EQ(sc->Find("/pkg.T/Any"), other == nullptr ? nullptr : sc->Find("/pkg.T/Any"));
+  EXPECT_EQ(sc->Find("/pkg.T/Any")->wait_for_ready, true);
+  const MethodConfig* fallback = sc->Find("/elsewhere.U/M");
+  ASSERT_NE(fallback, nullptr);
+  EXPECT_EQ(fallback->timeout, std::chrono::nanoseconds(1));
+}
+
+TEST(ServiceConfig, NoDefaultEntryMeansNoConfigForOtherMethods) {
+  absl::StatusOr<ServiceConfig> sc =
+      ParseServiceConfig(R"({"methodConfig": [{"name": [{"service": "a.B"}], "timeout": "1s"}]})");
+  ASSERT_TRUE(sc.ok()) << sc.status();
+  EXPECT_NE(sc->Find("/a.B/C"), nullptr);
+  EXPECT_EQ(sc->Find("/a.Bx/C"), nullptr);
+  EXPECT_FALSE(sc->lb_policy.has_value());
+}
+
+TEST(ServiceConfig, ProblemsAreNamedByTheirJsonPath) {
+  struct Case {
+    const char* json;
+    const char* says;
+  } cases[] = {
+      {"[1]", "not a JSON object"},
+      {"{\"methodConfig\": {}}", "methodConfig: must be an array"},
+      {R"({"methodConfig": [{"name": [{"service": "a.B"}], "timeout": "1.5"}]})",
+       "methodConfig[0].timeout: \"1.5\" is not a duration"},
+      {R"({"methodConfig": [{"name": [{"service": "a.B"}], "timeout": "-1s"}]})",
+       "methodConfig[0].timeout"},
+      {R"({"methodConfig": [{"name": [{"service": "a.B"}], "timeout": 5}]})",
+       "methodConfig[0].timeout: 5 is not a duration"},
+      {R"({"methodConfig": [{"name": [{"service": "a.B"}], "waitForReady": "yes"}]})",
+       "methodConfig[0].waitForReady: must be true or false"},
+      {R"({"methodConfig": [{"name": [{"service": "a.B"}], "maxRequestMessageBytes": -1}]})",
+       "methodConfig[0].maxRequestMessageBytes: must be a non-negative integer"},
+      {R"({"methodConfig": [{"name": [{"method": "M"}]}]})",
+       "methodConfig[0].name[0]: method \"M\" without a service"},
+      {R"({"methodConfig": [{"name": [{"service": "a.B"}]}, {"name": [{"service": "a.B"}]}]})",
+       "methodConfig[1].name[0]: the name \"a.B/\" is also in methodConfig[0]"},
+      {R"({"methodConfig": [{"name": [{"service": "a.B"}], "retryPolicy": {"maxAttempts": 3}}]})",
+       "methodConfig[0].retryPolicy: retries are not implemented"},
+      {R"({"methodConfig": [{"name": [{"service": "a.B"}], "hedgingPolicy": {}}]})",
+       "methodConfig[0].hedgingPolicy: hedging is not implemented"},
+      {R"({"retryThrottling": {"maxTokens": 10, "tokenRatio": 0.1}})",
+       "retryThrottling: retries are not implemented"},
+      {R"({"healthCheckConfig": {"serviceName": ""}})",
+       "healthCheckConfig: client-side health checking is not implemented"},
+      {R"({"loadBalancingConfig": [{"grpclb": {}}]})",
+       "loadBalancingConfig: no policy in it that ringrpc knows"},
+      {R"({"loadBalancingPolicy": "weighted"})",
+       "loadBalancingPolicy: unknown load balancing policy \"weighted\""},
+  };
+  for (const Case& c : cases) {
+    absl::StatusOr<ServiceConfig> sc = ParseServiceConfig(c.json);
+    ASSERT_FALSE(sc.ok()) << c.json;
+    EXPECT_EQ(sc.status().code(), absl::StatusCode::kInvalidArgument) << c.json;
+    EXPECT_THAT(std::string(sc.status().message()), HasSubstr("grpc.service_config: ")) << c.json;
+    EXPECT_THAT(std::string(sc.status().message()), HasSubstr(c.says)) << c.json;
+  }
+}
+
+TEST(ServiceConfig, RetryFieldsAreIgnoredWhenRetriesAreOffAsGrpcDoes) {
+  absl::StatusOr<ServiceConfig> sc = ParseServiceConfig(
+      R"({"methodConfig": [{"name": [{"service": "a.B"}], "timeout": "1s",
+                            "retryPolicy": {"maxAttempts": 3}}],
+          "retryThrottling": {"maxTokens": 10, "tokenRatio": 0.1}})",
+      {.retries_enabled = false});
+  ASSERT_TRUE(sc.ok()) << sc.status();
+  EXPECT_EQ(sc->Find("/a.B/C")->timeout, std::chrono::seconds(1));
+}
+
+TEST(ServiceConfig, JsonDurations) {
+  EXPECT_EQ(ParseJsonDuration("1s"), std::chrono::seconds(1));
+  EXPECT_EQ(ParseJsonDuration("0.5s"), milliseconds(500));
+  EXPECT_EQ(ParseJsonDuration("315576000000s"), std::chrono::seconds(315576000000));
+  for (const char* bad : {"", "s", "1", "1.s", ".5s", "1.0000000001s", "-1s", "1m", "1.5 s",
+                          "315576000001s"}) {
+    EXPECT_FALSE(ParseJsonDuration(bad).has_value()) << bad;
+  }
+}
+
+}  // namespace
+}  // namespace ringrpc::channel
