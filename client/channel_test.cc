@@ -589,6 +589,20 @@ TEST(Channel, AUnaryCallTheServerNeverProcessedIsSentAgainOnlyOnce) {
   EXPECT_THAT(ch->MetricsText(), HasSubstr("ringrpc_transparent_retries_total 1\n"));
 }
 
+TEST(Channel, RetriesDisabledMeansNotEvenTheTransparentOne) {
+  auto refusing = RefusingServer();
+  ChannelArguments args;
+  args.SetInt("grpc.enable_retries", 0);
+  auto ch = CreateCustomChannel(refusing->address(), InsecureChannelCredentials(), args);
+  ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  Status s = Echo(*ch, "x", nullptr, &ctx);
+  EXPECT_EQ(s.error_code(), StatusCode::UNAVAILABLE) << s.ToString();
+  EXPECT_THAT(s.error_message(), HasSubstr("safe to retry"));
+  EXPECT_EQ(refusing->accepts(), 1u);
+  EXPECT_THAT(ch->MetricsText(), HasSubstr("ringrpc_transparent_retries_total 0\n"));
+}
+
 TEST(Channel, CallsRefusedByOneBackendSucceedOnAnother) {
   auto refusing = RefusingServer();
   auto good = StartServer();

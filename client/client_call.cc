@@ -42,6 +42,9 @@ class CallAccess {
   static const std::optional<std::string>& authority(const ClientContext& c) {
     return c.authority_;
   }
+  static const std::optional<bool>& wait_for_ready(const ClientContext& c) {
+    return c.wait_for_ready_;
+  }
   static void SetResults(ClientContext& c, const transport::Call& call,
                          const transport::Metadata& trailing, std::string peer) {
     c.initial_ = {call.initial_metadata().begin(), call.initial_metadata().end()};
@@ -284,6 +287,7 @@ struct Attempt {
   runtime::EventLoop& loop;
   ClientContext* ctx;
   TimePoint deadline;  // TimePoint::max(): none
+  bool wait_for_ready;  // the context's, else the service config's
   std::shared_ptr<CancelState> cancel;
   int number = 0;
   absl::Status last;  // the latest failure, for the message of the final one
@@ -320,7 +324,7 @@ Task<Step> OnLeaseFailed(Attempt& a, absl::Status error) {
   // The address just failed (its record is now TRANSIENT_FAILURE): like
   // gRPC's pickers, try another address before failing the call.
   if (a.number < channel::kMaxRepicks && a.st.AnotherUsable(a.index, a.sc)) co_return Step::kAgain;
-  if (!a.ctx->wait_for_ready() || a.last.code() == absl::StatusCode::kFailedPrecondition) {
+  if (!a.wait_for_ready || a.last.code() == absl::StatusCode::kFailedPrecondition) {
     co_return Fail(a, Status(StatusCode::UNAVAILABLE, std::string(a.last.message())));
   }
   // Wait for the address's backoff (shared by all threads) to allow a new
@@ -343,7 +347,7 @@ Task<Step> PickAndLease(Attempt& a) {
     // Before the resolver's first answer every call waits (the channel is
     // not failing, just starting); after a resolver error only
     // wait_for_ready calls do.
-    if (!a.ctx->wait_for_ready() && resolved) co_return Fail(a, Status::FromAbsl(a.last));
+    if (!a.wait_for_ready && resolved) co_return Fail(a, Status::FromAbsl(a.last));
     co_await SleepUntil(a.loop, std::min(a.deadline, a.loop.Now() + channel::kNoAddressPoll));
     co_return Step::kAgain;
   }
@@ -361,7 +365,7 @@ Task<Step> PickAndLease(Attempt& a) {
       if (a.number < channel::kMaxRepicks && a.st.AnotherUsable(a.index, a.sc)) {
         co_return Step::kAgain;
       }
-      if (!a.ctx->wait_for_ready()) co_return Fail(a, Status::FromAbsl(backoff));
+      if (!a.wait_for_ready) co_return Fail(a, Status::FromAbsl(backoff));
       co_await SleepUntil(a.loop, std::min(a.deadline, a.sc->record->next_attempt()));
       co_return Step::kAgain;
     }
@@ -496,12 +500,24 @@ Task<std::unique_ptr<ClientCall>> CallOpener::OpenAttempt(
     co_return nullptr;
   }
   runtime::EventLoop& loop = st.cq()->loop(*index);
+  // The service config's entry for the method (read-only, shared): its
+  // timeout bounds the call's own deadline, its waitForReady applies unless
+  // the call set one, its limits apply when smaller than the channel's.
+  const channel::MethodConfig* mc =
+      st.config().service_config ? st.config().service_config->Find(method) : nullptr;
+  TimePoint deadline =
+      ctx->deadline() ? channel::ToLoopTime(*ctx->deadline(), loop.Now()) : TimePoint::max();
+  if (mc != nullptr && mc->timeout) {
+    const TimePoint now = loop.Now();
+    if (*mc->timeout < TimePoint::max() - now) deadline = std::min(deadline, now + *mc->timeout);
+  }
+  const std::optional<bool>& asked_wait = CallAccess::wait_for_ready(*ctx);
   Attempt a{.st = st,
             .index = *index,
             .loop = loop,
             .ctx = ctx,
-            .deadline = ctx->deadline() ? channel::ToLoopTime(*ctx->deadline(), loop.Now())
-                                        : TimePoint::max(),
+            .deadline = deadline,
+            .wait_for_ready = asked_wait ? *asked_wait : mc != nullptr && mc->wait_for_ready.value_or(false),
             .cancel = CallAccess::cancel(*ctx)};
   transport::Metadata md(CallAccess::metadata(*ctx).begin(), CallAccess::metadata(*ctx).end());
   const std::optional<CompressionAlgorithm>& asked = CallAccess::compression(*ctx);
@@ -544,7 +560,9 @@ Task<std::unique_ptr<ClientCall>> CallOpener::OpenAttempt(
          .metadata = md,
          .compression = compression,
          .compression_level = st.config().compression_level,
-         .authority = authority ? std::string_view(*authority) : std::string_view()});
+         .authority = authority ? std::string_view(*authority) : std::string_view(),
+         .max_send_message_size = mc ? mc->max_request_message_bytes : std::nullopt,
+         .max_receive_message_size = mc ? mc->max_response_message_bytes : std::nullopt});
     if (!call.ok()) {
       a.last = call.status();
       if (call.status().code() == absl::StatusCode::kUnavailable &&
@@ -615,7 +633,7 @@ Task<Status> CallOpener::UnaryAttempts(std::shared_ptr<channel::ChannelState> se
     } else {
       s = co_await call->Finish();
     }
-    if (!s.ok() && call->never_sent() && attempt == 0) {
+    if (!s.ok() && call->never_sent() && attempt == 0 && self->config().enable_retries) {
       self->CountTransparentRetry();
       continue;
     }

@@ -83,8 +83,9 @@ class ClientContext {
   // set_authority). TLS still checks the channel's name.
   void set_authority(const std::string& authority) { authority_ = authority; }
 
+  // Overrides the service config's waitForReady for this call.
   void set_wait_for_ready(bool wait) { wait_for_ready_ = wait; }
-  bool wait_for_ready() const { return wait_for_ready_; }
+  bool wait_for_ready() const { return wait_for_ready_.value_or(false); }
 
   // Ends the call CANCELLED (if it has not ended). Any thread; idempotent.
   void TryCancel() {
@@ -112,7 +113,7 @@ class ClientContext {
   friend class internal::CallAccess;
   std::optional<std::chrono::system_clock::time_point> deadline_;
   std::vector<std::pair<std::string, std::string>> metadata_;
-  bool wait_for_ready_ = false;
+  std::optional<bool> wait_for_ready_;  // unset: the service config's, else false
   std::optional<CompressionAlgorithm> compression_;
   std::shared_ptr<CallCredentials> credentials_;
   std::optional<std::string> authority_;

@@ -30,8 +30,9 @@ class Call::DeadlineTimer final : public TimerCallback {
 };
 
 Call::Call(std::shared_ptr<Http2Connection> conn, uint32_t max_receive,
-           Compression send_compression, int send_level)
+           std::optional<uint32_t> max_send, Compression send_compression, int send_level)
     : conn_(std::move(conn)),
+      max_send_(max_send),
       send_compression_(send_compression),
       send_level_(send_level),
       max_receive_(max_receive),
@@ -78,7 +79,7 @@ absl::Status Call::Enqueue(std::string_view message, bool compress) {
   }
   if (writes_done_)
     return absl::FailedPreconditionError("Write after WritesDone");
-  const auto& max = conn_->options_.max_send_message_size;
+  const std::optional<uint32_t>& max = max_send_;
   if (max && message.size() > *max) {
     absl::Status s = absl::ResourceExhaustedError(absl::StrCat(
         "sent message larger than max (", message.size(), " vs. ", *max, ")"));

@@ -109,8 +109,8 @@ class Call {
 
  private:
   friend class Http2Connection;
-  Call(std::shared_ptr<Http2Connection> conn, uint32_t max_receive, Compression send_compression,
-       int send_level);
+  Call(std::shared_ptr<Http2Connection> conn, uint32_t max_receive,
+       std::optional<uint32_t> max_send, Compression send_compression, int send_level);
 
   Task<absl::Status> WaitForRoom(absl::Status queued);
   // A received message whose compressed flag was set, inflated per the
@@ -133,6 +133,7 @@ class Call {
   uint64_t sent_message_bytes_ = 0;
   EndObserver* end_observer_ = nullptr;
   bool writes_done_ = false;
+  const std::optional<uint32_t> max_send_;  // none: no limit
   bool data_deferred_ = false;
   const Compression send_compression_;
   const int send_level_;  // zlib's level

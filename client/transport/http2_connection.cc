@@ -440,7 +440,15 @@ absl::StatusOr<std::unique_ptr<Call>> Http2Connection::StartCall(CallOptions opt
     }
   }
 
-  std::unique_ptr<Call> call(new Call(shared_from_this(), options_.max_receive_message_size,
+  // The smaller of the connection's and the call's limits.
+  const uint32_t max_receive =
+      std::min(options_.max_receive_message_size,
+               options.max_receive_message_size.value_or(UINT32_MAX));
+  std::optional<uint32_t> max_send = options_.max_send_message_size;
+  if (options.max_send_message_size) {
+    max_send = std::min(max_send.value_or(UINT32_MAX), *options.max_send_message_size);
+  }
+  std::unique_ptr<Call> call(new Call(shared_from_this(), max_receive, max_send,
                                       options.compression, options.compression_level));
   nghttp2_data_provider provider;
   provider.source.ptr = call.get();

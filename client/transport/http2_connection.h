@@ -119,6 +119,10 @@ class Http2Connection : public std::enable_shared_from_this<Http2Connection> {
     int compression_level = kDefaultCompressionLevel;
     // :authority for this call; empty: the connection's.
     std::string_view authority;
+    // This call's message limits, when smaller than the connection's (the
+    // service config's maxRequestMessageBytes / maxResponseMessageBytes).
+    std::optional<uint32_t> max_send_message_size;
+    std::optional<uint32_t> max_receive_message_size;
   };
   // Opens a stream and sends the request headers. UNAVAILABLE if the
   // connection is closed or draining (GOAWAY), RESOURCE_EXHAUSTED at the
