@@ -19,7 +19,8 @@
 // response bytes)  --threads=N  --duration=S  --warmup=S  --rounds=N
 // --server_cpu=N --client_cpu=N (pinning; -1 none)  --clients=LIST
 // (ringrpc,grpc1,grpcK,tcp)  --json_only  --ringrpc_arg=KEY=INT (repeatable:
-// a channel argument for the ringrpc client)
+// a channel argument for the ringrpc client)  --service_config=JSON (both
+// clients' channels get it)
 #include <arpa/inet.h>
 #include <grpcpp/grpcpp.h>
 #include <netinet/in.h>
@@ -69,6 +70,7 @@ struct Options {
   std::vector<std::string> clients = {"ringrpc", "grpc1", "grpcK", "tcp"};
   bool json_only = false;
   std::vector<std::pair<std::string, int>> ringrpc_args;  // --ringrpc_arg=key=int
+  std::string service_config;  // --service_config=JSON: every client's channel
 };
 
 // What one closed-loop slot records; written by that slot's calls only.
@@ -205,6 +207,7 @@ Result RunRingrpc(const Options& o, const std::string& target, int concurrency, 
   args.SetInt("ringrpc.cq_threads", o.threads);
   args.SetInt("grpc.use_local_subchannel_pool", 1);
   for (const auto& [key, value] : o.ringrpc_args) args.SetInt(key, value);
+  if (!o.service_config.empty()) args.SetServiceConfigJSON(o.service_config);
   auto channel = ringrpc::CreateCustomChannel(target, ringrpc::InsecureChannelCredentials(), args);
   auto stub = ringrpc::test::ringrpc::TestService::NewStub(channel);
   EchoRequest req = Request(size);
@@ -303,6 +306,7 @@ Result RunGrpc(const Options& o, const std::string& target, int concurrency, int
   for (int i = 0; i < channels; ++i) {
     grpc::ChannelArguments args;
     args.SetInt("loadgen.channel_index", i);  // distinct: no shared subchannel
+    if (!o.service_config.empty()) args.SetServiceConfigJSON(o.service_config);
     stubs.push_back(ringrpc::test::TestService::NewStub(
         grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args)));
   }
@@ -435,6 +439,7 @@ int main(int argc, char** argv) {
     else if (const char* v = flag("--client_cpu=")) o.client_cpu = std::atoi(v);
     else if (const char* v = flag("--clients=")) o.clients = absl::StrSplit(v, ',');
     else if (std::strcmp(a, "--json_only") == 0) o.json_only = true;
+    else if (const char* v = flag("--service_config=")) o.service_config = v;
     else if (const char* v = flag("--ringrpc_arg=")) {
       std::pair<std::string, std::string> kv = absl::StrSplit(v, absl::MaxSplits('=', 1));
       o.ringrpc_args.emplace_back(kv.first, std::atoi(kv.second.c_str()));
