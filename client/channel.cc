@@ -290,7 +290,17 @@ std::string Channel::MetricsText() const {
                   "processed, sent again (gRFC A6).\n"
                   "# TYPE ringrpc_transparent_retries_total counter\n"
                   "ringrpc_transparent_retries_total ",
-                  state_->transparent_retries(), "\n");
+                  state_->transparent_retries(), "\n",
+                  "# HELP ringrpc_retries_total Attempts after the first that the service "
+                  "config's retryPolicy made (gRFC A6).\n"
+                  "# TYPE ringrpc_retries_total counter\n"
+                  "ringrpc_retries_total ",
+                  state_->retries(), "\n",
+                  "# HELP ringrpc_retries_throttled_total Retries retryThrottling did not "
+                  "allow.\n"
+                  "# TYPE ringrpc_retries_throttled_total counter\n"
+                  "ringrpc_retries_throttled_total ",
+                  state_->throttled_retries(), "\n");
   if (state_->call_metrics() != nullptr) AppendCallMetricsText(CallMetrics(), &out);
   return out;
 }

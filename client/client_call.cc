@@ -4,6 +4,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <random>
 #include <string>
 #include <utility>
 
@@ -454,16 +455,16 @@ Task<Status> RunCallCredentials(const std::shared_ptr<ChannelState>& self, const
 
 Task<std::unique_ptr<ClientCall>> CallOpener::Open(
     std::shared_ptr<channel::ChannelState> self, const std::string& method, ClientContext* ctx,
-    Status* out, bool whole_call) {
+    Status* out, bool whole_call, const AttemptPlan* plan) {
   channel::CallMetricsTable* metrics = self->call_metrics();
   const std::optional<size_t> index = self->CurrentIndex();
   if (metrics == nullptr || !index || ctx == nullptr) {
-    co_return co_await OpenAttempt(std::move(self), method, ctx, out);  // nothing to record
+    co_return co_await OpenAttempt(std::move(self), method, ctx, out, plan);  // nothing to record
   }
   channel::MethodRow* row = metrics->Method(*index, method);
   const TimePoint start = Clock::now();
   metrics->AttemptStarted(row);
-  std::unique_ptr<ClientCall> call = co_await OpenAttempt(std::move(self), method, ctx, out);
+  std::unique_ptr<ClientCall> call = co_await OpenAttempt(std::move(self), method, ctx, out, plan);
   if (call == nullptr) {  // it ended before a stream: no bytes either way
     const Duration took = Clock::now() - start;
     metrics->AttemptEnded(row, out->error_code(), took, 0, 0);
@@ -480,9 +481,20 @@ Task<std::unique_ptr<ClientCall>> CallOpener::Open(
   co_return call;
 }
 
+TimePoint CallOpener::CallDeadline(runtime::EventLoop& loop, const ClientContext& ctx,
+                                   const channel::MethodConfig* mc) {
+  TimePoint deadline =
+      ctx.deadline() ? channel::ToLoopTime(*ctx.deadline(), loop.Now()) : TimePoint::max();
+  if (mc != nullptr && mc->timeout) {
+    const TimePoint now = loop.Now();
+    if (*mc->timeout < TimePoint::max() - now) deadline = std::min(deadline, now + *mc->timeout);
+  }
+  return deadline;
+}
+
 Task<std::unique_ptr<ClientCall>> CallOpener::OpenAttempt(
     std::shared_ptr<channel::ChannelState> self, const std::string& method, ClientContext* ctx,
-    Status* out) {
+    Status* out, const AttemptPlan* plan) {
   ChannelState& st = *self;
   if (ctx == nullptr) {
     *out = Status(StatusCode::INVALID_ARGUMENT, "the call's ClientContext is null");
@@ -505,12 +517,8 @@ Task<std::unique_ptr<ClientCall>> CallOpener::OpenAttempt(
   // the call set one, its limits apply when smaller than the channel's.
   const channel::MethodConfig* mc =
       st.config().service_config ? st.config().service_config->Find(method) : nullptr;
-  TimePoint deadline =
-      ctx->deadline() ? channel::ToLoopTime(*ctx->deadline(), loop.Now()) : TimePoint::max();
-  if (mc != nullptr && mc->timeout) {
-    const TimePoint now = loop.Now();
-    if (*mc->timeout < TimePoint::max() - now) deadline = std::min(deadline, now + *mc->timeout);
-  }
+  const TimePoint deadline =
+      plan != nullptr && plan->deadline ? *plan->deadline : CallDeadline(loop, *ctx, mc);
   const std::optional<bool>& asked_wait = CallAccess::wait_for_ready(*ctx);
   Attempt a{.st = st,
             .index = *index,
@@ -562,7 +570,8 @@ Task<std::unique_ptr<ClientCall>> CallOpener::OpenAttempt(
          .compression_level = st.config().compression_level,
          .authority = authority ? std::string_view(*authority) : std::string_view(),
          .max_send_message_size = mc ? mc->max_request_message_bytes : std::nullopt,
-         .max_receive_message_size = mc ? mc->max_response_message_bytes : std::nullopt});
+         .max_receive_message_size = mc ? mc->max_response_message_bytes : std::nullopt,
+         .previous_attempts = plan != nullptr ? plan->previous_attempts : 0});
     if (!call.ok()) {
       a.last = call.status();
       if (call.status().code() == absl::StatusCode::kUnavailable &&
@@ -612,39 +621,138 @@ Task<Status> CallOpener::Unary(std::shared_ptr<channel::ChannelState> self,
   co_return s;
 }
 
+namespace {
+
+// gRFC A6's pushback: the server's grpc-retry-pushback-ms. nullopt: none
+// sent; a negative or malformed value means "do not retry" (-1 here).
+std::optional<int64_t> Pushback(const transport::Metadata& trailing) {
+  for (const auto& [k, v] : trailing) {
+    if (k != "grpc-retry-pushback-ms") continue;
+    int64_t ms = 0;
+    if (v.empty() || v.size() > 10) return -1;
+    for (char c : v) {
+      if (c < '0' || c > '9') return -1;
+      ms = ms * 10 + (c - '0');
+    }
+    return ms;
+  }
+  return std::nullopt;
+}
+
+// How often a call waiting to retry looks for TryCancel.
+constexpr Duration kRetryCancelPoll = std::chrono::milliseconds(20);
+
+// A uniformly random duration in [0, cap] (A6's jittered backoff).
+Duration Jittered(Duration cap) {
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  return std::chrono::duration_cast<Duration>(cap * u(rng));
+}
+
+}  // namespace
+
 Task<Status> CallOpener::UnaryAttempts(std::shared_ptr<channel::ChannelState> self,
                                        const std::string& method, ClientContext* ctx,
                                        std::string request, std::string* response) {
-  // gRFC A6: a call the server never processed (GOAWAY above its stream,
-  // REFUSED_STREAM) is sent again once, transparently, on another
-  // connection, within the same deadline.
-  for (int attempt = 0;; ++attempt) {
-    Status st;
-    std::unique_ptr<ClientCall> call = co_await Open(self, method, ctx, &st, false);
-    if (call == nullptr) co_return st;
-    Status w = call->WriteNow(request);  // one message: no need to wait for room
-    (void)w;  // a failed write ends the call: Finish reports why
-    call->WritesDone();
-    std::optional<std::string> reply = co_await call->Read();
-    // (No co_await inside ?: — GCC 12 mishandles the temporaries there.)
+  ChannelState& st = *self;
+  const std::optional<size_t> index = st.CurrentIndex();
+  const channel::MethodConfig* mc =
+      st.config().service_config ? st.config().service_config->Find(method) : nullptr;
+  // gRFC A6's retryPolicy (with grpc.enable_retries, the default).
+  const channel::RetryPolicy* policy =
+      st.config().enable_retries && mc != nullptr && mc->retry_policy ? &*mc->retry_policy
+                                                                       : nullptr;
+  // Every attempt keeps the call's deadline, fixed now (a method's timeout
+  // counts from the call's start, not each attempt's).
+  AttemptPlan plan;
+  runtime::EventLoop* loop = index ? &st.cq()->loop(*index) : nullptr;
+  if (loop != nullptr && ctx != nullptr) plan.deadline = CallDeadline(*loop, *ctx, mc);
+  Duration backoff = policy ? policy->initial_backoff : Duration::zero();
+  bool transparent_used = false;
+  for (int attempt = 0;;) {
+    plan.previous_attempts = attempt;
     Status s;
-    if (call->finished()) {
-      s = call->FinishNow();
-    } else {
-      s = co_await call->Finish();
-    }
-    if (!s.ok() && call->never_sent() && attempt == 0 && self->config().enable_retries) {
-      self->CountTransparentRetry();
-      continue;
+    std::unique_ptr<ClientCall> call = co_await Open(self, method, ctx, &s, false, &plan);
+    std::optional<std::string> reply;
+    if (call != nullptr) {
+      Status w = call->WriteNow(request);  // one message: no need to wait for room
+      (void)w;  // a failed write ends the call: Finish reports why
+      call->WritesDone();
+      reply = co_await call->Read();
+      // (No co_await inside ?: — GCC 12 mishandles the temporaries there.)
+      if (call->finished()) {
+        s = call->FinishNow();
+      } else {
+        s = co_await call->Finish();
+      }
+      // A call the server never processed (GOAWAY above its stream,
+      // REFUSED_STREAM) is sent again once, transparently, on another
+      // connection: not an attempt of the policy's (A6).
+      if (!s.ok() && call->never_sent() && !transparent_used && st.config().enable_retries) {
+        transparent_used = true;
+        st.CountTransparentRetry();
+        continue;
+      }
     }
     if (s.ok()) {
+      if (st.retry_throttle() != nullptr) st.retry_throttle()->RecordSuccess();
       if (!reply) {
         co_return Status(StatusCode::INTERNAL,
                          "the server ended a unary call OK without a response message");
       }
       *response = std::move(*reply);
+      co_return s;
     }
-    co_return s;
+    // Retried only when the policy names the code, the server did not
+    // commit the call (initial metadata of its own), tokens remain, and
+    // attempts remain.
+    if (policy == nullptr || loop == nullptr || !policy->Retryable(static_cast<int>(s.error_code())) ||
+        (call != nullptr && call->impl_->call->initial_metadata_received())) {
+      co_return s;
+    }
+    if (st.retry_throttle() != nullptr && !st.retry_throttle()->RecordFailure()) {
+      st.CountThrottledRetry();
+      co_return s;
+    }
+    if (attempt + 1 >= policy->max_attempts) co_return s;
+    Duration delay;
+    const std::optional<int64_t> pushback =
+        call != nullptr ? Pushback(call->impl_->call->trailing_metadata()) : std::nullopt;
+    if (pushback) {
+      if (*pushback < 0) co_return s;  // the server says: do not retry
+      delay = std::chrono::milliseconds(*pushback);
+      backoff = policy->initial_backoff;
+    } else {
+      delay = Jittered(backoff);
+      backoff = std::min(std::chrono::duration_cast<Duration>(backoff * policy->backoff_multiplier),
+                         policy->max_backoff);
+    }
+    call.reset();
+    // The wait, bounded by the deadline and watching for TryCancel.
+    const TimePoint until = loop->Now() + delay;
+    while (loop->Now() < until) {
+      // (No braced list around a co_await: GCC 12 miscompiles it.)
+      const TimePoint wake =
+          std::min(std::min(until, plan.deadline.value_or(TimePoint::max())),
+                   loop->Now() + kRetryCancelPoll);
+      co_await SleepUntil(*loop, wake);
+      bool cancelled;
+      {
+        const std::shared_ptr<CancelState>& cs = CallAccess::cancel(*ctx);
+        MutexLock lock(&cs->mu);
+        cancelled = cs->cancelled;
+      }
+      if (cancelled) {
+        co_return Status(StatusCode::CANCELLED, "cancelled while waiting to retry");
+      }
+      if (plan.deadline && loop->Now() >= *plan.deadline) {
+        co_return Status(StatusCode::DEADLINE_EXCEEDED,
+                         absl::StrCat("deadline exceeded while waiting to retry; last attempt: ",
+                                      s.error_message()));
+      }
+    }
+    ++attempt;
+    st.CountRetry();
   }
 }
 

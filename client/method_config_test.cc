@@ -170,26 +170,19 @@ TEST_F(MethodConfigTest, WaitForReadyFromTheConfigUnlessTheCallSaysOtherwise) {
 }
 
 TEST_F(MethodConfigTest, AConfigRingrpcCannotHonourFailsEveryCallNamingTheField) {
-  const std::string with_retries = R"({"methodConfig": [{"name": [{}], "timeout": "5s",
-      "retryPolicy": {"maxAttempts": 3, "initialBackoff": "0.1s", "maxBackoff": "1s",
-                      "backoffMultiplier": 2, "retryableStatusCodes": ["UNAVAILABLE"]}}]})";
-  auto refused = WithConfig(server_->address(), with_retries);
+  auto refused = WithConfig(server_->address(), R"({"methodConfig": [{"name": [{}],
+      "timeout": "5s", "hedgingPolicy": {"maxAttempts": 3, "hedgingDelay": "0.02s"}}]})");
   EXPECT_EQ(refused->configuration_status().error_code(), StatusCode::INVALID_ARGUMENT);
   ClientContext ctx;
   EchoResponse resp;
   Status s = TestService::NewStub(refused)->Unary(&ctx, EchoRequest(), &resp);
   EXPECT_EQ(s.error_code(), StatusCode::INVALID_ARGUMENT);
-  EXPECT_THAT(s.error_message(), HasSubstr("methodConfig[0].retryPolicy"));
-
-  // With retries off, grpc++ ignores retryPolicy; so does ringrpc.
-  ChannelArguments args;
-  args.SetInt("grpc.enable_retries", 0);
-  auto accepted = WithConfig(server_->address(), with_retries, args);
-  ClientContext ok_ctx;
-  EchoRequest req;
-  req.set_payload("fine");
-  EXPECT_TRUE(TestService::NewStub(accepted)->Unary(&ok_ctx, req, &resp).ok());
-  EXPECT_EQ(resp.payload(), "fine");
+  EXPECT_THAT(s.error_message(), HasSubstr("methodConfig[0].hedgingPolicy"));
+  auto health = WithConfig(server_->address(), R"({"healthCheckConfig": {"serviceName": "x"}})");
+  ClientContext ctx2;
+  s = TestService::NewStub(health)->Unary(&ctx2, EchoRequest(), &resp);
+  EXPECT_EQ(s.error_code(), StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(), HasSubstr("healthCheckConfig"));
 }
 
 }  // namespace

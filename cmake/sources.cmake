@@ -57,6 +57,7 @@ set(RINGRPC_HEADERS
   client/channel/connectivity_state.h
   client/channel/lb_policy.h
   client/channel/resolver.h
+  client/channel/retry_throttle.h
   client/channel/service_config.h
   client/channel/subchannel.h
   client/channel/target.h

@@ -53,6 +53,10 @@ std::shared_ptr<ChannelState> ChannelState::Create(const ChannelArguments& args)
   } else {
     state->config_ = *config;
     state->listener_ = args.subchannel_event_listener();
+    if (config->service_config && config->service_config->retry_throttling) {
+      state->retry_throttle_ =
+          std::make_unique<RetryThrottle>(*config->service_config->retry_throttling);
+    }
     if (config->cq_threads == 0 && !config->poller) {
       state->cq_ = SharedCqThreads(&state->config_error_);
     } else {

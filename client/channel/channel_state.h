@@ -43,6 +43,7 @@
 #include "base/time.h"
 #include "client/channel/call_metrics_table.h"
 #include "client/channel/channel_config.h"
+#include "client/channel/retry_throttle.h"
 #include "client/channel/lb_policy.h"
 #include "client/channel/resolver.h"
 #include "client/channel/subchannel.h"
@@ -122,6 +123,12 @@ class ChannelState : public std::enable_shared_from_this<ChannelState> {
   // Per-call telemetry: null when neither kept (ringrpc.call_metrics=0)
   // nor heard by a recorder, or when the channel has no CQ thread.
   CallMetricsTable* call_metrics() const { return call_metrics_.get(); }
+  // The service config's retryThrottling (null: none, or retries off).
+  RetryThrottle* retry_throttle() const { return retry_throttle_.get(); }
+  void CountRetry() { retries_.fetch_add(1, std::memory_order_relaxed); }
+  void CountThrottledRetry() { throttled_retries_.fetch_add(1, std::memory_order_relaxed); }
+  uint64_t retries() const { return retries_.load(std::memory_order_relaxed); }
+  uint64_t throttled_retries() const { return throttled_retries_.load(std::memory_order_relaxed); }
   void CountTransparentRetry() { transparent_retries_.fetch_add(1, std::memory_order_relaxed); }
   uint64_t transparent_retries() const {
     return transparent_retries_.load(std::memory_order_relaxed);
@@ -148,6 +155,9 @@ class ChannelState : public std::enable_shared_from_this<ChannelState> {
   std::atomic<uint64_t> version_{0};  // bumped on every list change
   std::atomic<bool> resolved_once_{false};
   std::atomic<uint64_t> transparent_retries_{0};  // unary calls sent again (A6)
+  std::atomic<uint64_t> retries_{0};              // retryPolicy attempts after the first
+  std::atomic<uint64_t> throttled_retries_{0};    // retries retryThrottling stopped
+  std::unique_ptr<RetryThrottle> retry_throttle_;
 
   // Each CQ thread's view of the list and its round-robin cursor; touched
   // only by that thread.

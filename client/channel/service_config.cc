@@ -1,5 +1,6 @@
 #include "client/channel/service_config.h"
 
+#include <algorithm>
 #include <cctype>
 #include <limits>
 
@@ -76,6 +77,77 @@ absl::StatusOr<uint32_t> ReadUint32(const json& v, std::string_view path) {
   return static_cast<uint32_t>(std::min<uint64_t>(n, std::numeric_limits<uint32_t>::max()));
 }
 
+// A duration field that must be there and be > 0.
+absl::StatusOr<Duration> ReadPositiveDuration(const json& obj, const char* key,
+                                              std::string_view at) {
+  const std::string path = absl::StrCat(std::string(at), ".", key);
+  auto it = obj.find(key);
+  if (it == obj.end()) return Error(path, "is required");
+  std::optional<Duration> d =
+      it->is_string() ? ParseJsonDuration(it->get_ref<const std::string&>()) : std::nullopt;
+  if (!d || *d <= Duration::zero()) {
+    return Error(path, absl::StrCat(it->dump(), " is not a positive duration (want e.g. \"0.1s\")"));
+  }
+  return *d;
+}
+
+constexpr const char* kCodeNames[] = {
+    "OK",        "CANCELLED",          "UNKNOWN",           "INVALID_ARGUMENT",
+    "DEADLINE_EXCEEDED", "NOT_FOUND",  "ALREADY_EXISTS",    "PERMISSION_DENIED",
+    "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE",
+    "UNIMPLEMENTED", "INTERNAL",       "UNAVAILABLE",       "DATA_LOSS",
+    "UNAUTHENTICATED"};
+
+absl::StatusOr<RetryPolicy> ReadRetryPolicy(const json& p, const std::string& at) {
+  if (!p.is_object()) return Error(at, "must be an object");
+  RetryPolicy r;
+  auto max = p.find("maxAttempts");
+  if (max == p.end() || !max->is_number_integer() || max->get<int64_t>() < 2) {
+    return Error(at + ".maxAttempts", "is required and must be an integer of at least 2");
+  }
+  r.max_attempts = static_cast<int>(std::min<int64_t>(max->get<int64_t>(), 5));
+  absl::StatusOr<Duration> initial = ReadPositiveDuration(p, "initialBackoff", at);
+  if (!initial.ok()) return initial.status();
+  absl::StatusOr<Duration> most = ReadPositiveDuration(p, "maxBackoff", at);
+  if (!most.ok()) return most.status();
+  r.initial_backoff = *initial;
+  r.max_backoff = *most;
+  auto mult = p.find("backoffMultiplier");
+  if (mult == p.end() || !mult->is_number() || mult->get<double>() <= 0) {
+    return Error(at + ".backoffMultiplier", "is required and must be a number above 0");
+  }
+  r.backoff_multiplier = mult->get<double>();
+  auto codes = p.find("retryableStatusCodes");
+  if (codes == p.end() || !codes->is_array() || codes->empty()) {
+    return Error(at + ".retryableStatusCodes", "is required and must be a non-empty array");
+  }
+  for (size_t i = 0; i < codes->size(); ++i) {
+    const json& c = (*codes)[i];
+    int code = -1;
+    if (c.is_number_integer() && c.get<int64_t>() >= 0 && c.get<int64_t>() <= 16) {
+      code = static_cast<int>(c.get<int64_t>());
+    } else if (c.is_string()) {
+      std::string name = c.get<std::string>();
+      for (char& ch : name) ch = static_cast<char>(std::toupper(ch));
+      for (int k = 0; k < 17; ++k) {
+        if (name == kCodeNames[k]) code = k;
+      }
+    }
+    if (code < 0) {
+      return Error(absl::StrCat(at, ".retryableStatusCodes[", i, "]"),
+                   absl::StrCat(c.dump(), " is not a status code"));
+    }
+    if (code == 0) {
+      return Error(absl::StrCat(at, ".retryableStatusCodes[", i, "]"), "OK cannot be retried");
+    }
+    r.retryable_codes |= 1u << code;
+  }
+  if (p.contains("perAttemptRecvTimeout")) {
+    return Error(at + ".perAttemptRecvTimeout", "is not implemented in ringrpc yet");
+  }
+  return r;
+}
+
 absl::Status ReadMethodConfigs(const json& j, const ServiceConfigOptions& options,
                                ServiceConfig& out) {
   auto it = j.find("methodConfig");
@@ -108,13 +180,10 @@ absl::Status ReadMethodConfigs(const json& j, const ServiceConfigOptions& option
         mc.*field = *n;
       }
     }
-    if (entry.contains("retryPolicy")) {
-      if (!entry["retryPolicy"].is_object()) return Error(at + ".retryPolicy", "must be an object");
-      if (options.retries_enabled) {
-        return Error(at + ".retryPolicy",
-                     "retries are not implemented in ringrpc yet (with grpc.enable_retries=0 "
-                     "it is ignored, as grpc++ then does)");
-      }
+    if (auto p = entry.find("retryPolicy"); p != entry.end()) {
+      absl::StatusOr<RetryPolicy> r = ReadRetryPolicy(*p, at + ".retryPolicy");
+      if (!r.ok()) return r.status();
+      if (options.retries_enabled) mc.retry_policy = *r;
     }
     if (entry.contains("hedgingPolicy")) {
       return Error(at + ".hedgingPolicy", "hedging is not implemented in ringrpc yet");
@@ -198,11 +267,19 @@ absl::StatusOr<ServiceConfig> ParseServiceConfig(std::string_view text,
   if (absl::Status s = ReadMethodConfigs(j, options, out); !s.ok()) return s;
   if (auto it = j.find("retryThrottling"); it != j.end()) {
     if (!it->is_object()) return Error("retryThrottling", "must be an object");
-    if (options.retries_enabled) {
-      return Error("retryThrottling",
-                   "retries are not implemented in ringrpc yet (with grpc.enable_retries=0 it "
-                   "is ignored, as grpc++ then does)");
+    RetryThrottling t;
+    auto max = it->find("maxTokens");
+    if (max == it->end() || !max->is_number() || max->get<double>() <= 0 ||
+        max->get<double>() > 1000) {
+      return Error("retryThrottling.maxTokens", "is required and must be in (0, 1000]");
     }
+    auto ratio = it->find("tokenRatio");
+    if (ratio == it->end() || !ratio->is_number() || ratio->get<double>() <= 0) {
+      return Error("retryThrottling.tokenRatio", "is required and must be above 0");
+    }
+    t.max_tokens_milli = static_cast<int64_t>(max->get<double>() * 1000);
+    t.token_ratio_milli = std::max<int64_t>(1, static_cast<int64_t>(ratio->get<double>() * 1000));
+    if (options.retries_enabled) out.retry_throttling = t;
   }
   if (j.contains("healthCheckConfig")) {
     return Error("healthCheckConfig",

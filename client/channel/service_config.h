@@ -24,17 +24,37 @@ namespace ringrpc::channel {
 
 enum class LbPolicy { kPickFirst, kRoundRobin };
 
+// gRFC A6's retryPolicy.
+struct RetryPolicy {
+  int max_attempts = 2;  // 2 .. 5 (more is capped at 5, as gRPC does)
+  Duration initial_backoff{};
+  Duration max_backoff{};
+  double backoff_multiplier = 1;
+  uint32_t retryable_codes = 0;  // bit i: status code i
+  bool Retryable(int code) const { return code >= 0 && code < 32 && (retryable_codes >> code & 1); }
+  bool operator==(const RetryPolicy&) const = default;
+};
+
+// gRFC A6's retryThrottling, in thousandths (tokenRatio has three decimals).
+struct RetryThrottling {
+  int64_t max_tokens_milli = 0;  // maxTokens in (0, 1000]
+  int64_t token_ratio_milli = 0;  // tokenRatio > 0
+  bool operator==(const RetryThrottling&) const = default;
+};
+
 // One methodConfig entry's settings (each absent unless the entry set it).
 struct MethodConfig {
   std::optional<Duration> timeout;
   std::optional<bool> wait_for_ready;
   std::optional<uint32_t> max_request_message_bytes;
   std::optional<uint32_t> max_response_message_bytes;
+  std::optional<RetryPolicy> retry_policy;  // never set with retries off
   bool operator==(const MethodConfig&) const = default;
 };
 
 struct ServiceConfig {
   std::optional<LbPolicy> lb_policy;
+  std::optional<RetryThrottling> retry_throttling;  // never set with retries off
   // By name: "pkg.Service/Method", "pkg.Service/" (the service's default)
   // and "" (the channel's default).
   absl::flat_hash_map<std::string, MethodConfig> methods;
@@ -45,9 +65,8 @@ struct ServiceConfig {
 };
 
 struct ServiceConfigOptions {
-  // grpc.enable_retries=0: retryPolicy and retryThrottling mean nothing
-  // (grpc++ ignores them then); otherwise ringrpc, which does not retry
-  // yet, refuses them.
+  // grpc.enable_retries=0: retryPolicy and retryThrottling are ignored
+  // (grpc++ ignores them then).
   bool retries_enabled = true;
 };
 

@@ -2,6 +2,8 @@
 // named by its JSON path, unimplemented fields refused, unknown ones ignored.
 #include "client/channel/service_config.h"
 
+#include "client/channel/retry_throttle.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -72,11 +74,29 @@ TEST(ServiceConfig, ProblemsAreNamedByTheirJsonPath) {
       {R"({"methodConfig": [{"name": [{"service": "a.B"}]}, {"name": [{"service": "a.B"}]}]})",
        "methodConfig[1].name[0]: the name \"a.B/\" is also in methodConfig[0]"},
       {R"({"methodConfig": [{"name": [{"service": "a.B"}], "retryPolicy": {"maxAttempts": 3}}]})",
-       "methodConfig[0].retryPolicy: retries are not implemented"},
+       "methodConfig[0].retryPolicy.initialBackoff: is required"},
+      {R"({"methodConfig": [{"name": [{"service": "a.B"}], "retryPolicy": {"maxAttempts": 1,
+          "initialBackoff": "1s", "maxBackoff": "1s", "backoffMultiplier": 2,
+          "retryableStatusCodes": ["UNAVAILABLE"]}}]})",
+       "methodConfig[0].retryPolicy.maxAttempts: is required and must be an integer of at least 2"},
+      {R"({"methodConfig": [{"name": [{"service": "a.B"}], "retryPolicy": {"maxAttempts": 2,
+          "initialBackoff": "0s", "maxBackoff": "1s", "backoffMultiplier": 2,
+          "retryableStatusCodes": ["UNAVAILABLE"]}}]})",
+       "methodConfig[0].retryPolicy.initialBackoff: \"0s\" is not a positive duration"},
+      {R"({"methodConfig": [{"name": [{"service": "a.B"}], "retryPolicy": {"maxAttempts": 2,
+          "initialBackoff": "1s", "maxBackoff": "1s", "backoffMultiplier": 2,
+          "retryableStatusCodes": ["UNAVAILABLE", "NOPE"]}}]})",
+       "methodConfig[0].retryPolicy.retryableStatusCodes[1]: \"NOPE\" is not a status code"},
+      {R"({"methodConfig": [{"name": [{"service": "a.B"}], "retryPolicy": {"maxAttempts": 2,
+          "initialBackoff": "1s", "maxBackoff": "1s", "backoffMultiplier": 2,
+          "retryableStatusCodes": []}}]})",
+       "methodConfig[0].retryPolicy.retryableStatusCodes: is required and must be a non-empty"},
       {R"({"methodConfig": [{"name": [{"service": "a.B"}], "hedgingPolicy": {}}]})",
        "methodConfig[0].hedgingPolicy: hedging is not implemented"},
-      {R"({"retryThrottling": {"maxTokens": 10, "tokenRatio": 0.1}})",
-       "retryThrottling: retries are not implemented"},
+      {R"({"retryThrottling": {"maxTokens": 1001, "tokenRatio": 0.1}})",
+       "retryThrottling.maxTokens: is required and must be in (0, 1000]"},
+      {R"({"retryThrottling": {"maxTokens": 10}})",
+       "retryThrottling.tokenRatio: is required and must be above 0"},
       {R"({"healthCheckConfig": {"serviceName": ""}})",
        "healthCheckConfig: client-side health checking is not implemented"},
       {R"({"loadBalancingConfig": [{"grpclb": {}}]})",
@@ -93,14 +113,55 @@ TEST(ServiceConfig, ProblemsAreNamedByTheirJsonPath) {
   }
 }
 
+TEST(ServiceConfig, RetryPolicyAndThrottlingAsA6SaysThem) {
+  absl::StatusOr<ServiceConfig> sc = ParseServiceConfig(
+      R"({"methodConfig": [{"name": [{"service": "a.B"}],
+          "retryPolicy": {"maxAttempts": 7, "initialBackoff": "0.1s", "maxBackoff": "2s",
+                          "backoffMultiplier": 1.5,
+                          "retryableStatusCodes": ["unavailable", 4, "RESOURCE_EXHAUSTED"]}}],
+          "retryThrottling": {"maxTokens": 10, "tokenRatio": 0.1}})");
+  ASSERT_TRUE(sc.ok()) << sc.status();
+  const RetryPolicy& r = *sc->Find("/a.B/C")->retry_policy;
+  EXPECT_EQ(r.max_attempts, 5);  // capped as gRPC caps it
+  EXPECT_EQ(r.initial_backoff, milliseconds(100));
+  EXPECT_EQ(r.max_backoff, std::chrono::seconds(2));
+  EXPECT_DOUBLE_EQ(r.backoff_multiplier, 1.5);
+  EXPECT_TRUE(r.Retryable(14));
+  EXPECT_TRUE(r.Retryable(4));
+  EXPECT_TRUE(r.Retryable(8));
+  EXPECT_FALSE(r.Retryable(13));
+  ASSERT_TRUE(sc->retry_throttling.has_value());
+  EXPECT_EQ(sc->retry_throttling->max_tokens_milli, 10000);
+  EXPECT_EQ(sc->retry_throttling->token_ratio_milli, 100);
+}
+
+TEST(RetryThrottle, TakesATokenPerFailureAndStopsAtHalf) {
+  RetryThrottle t(RetryThrottling{.max_tokens_milli = 4000, .token_ratio_milli = 500});
+  EXPECT_TRUE(t.RecordFailure());   // 3 > 2
+  EXPECT_FALSE(t.RecordFailure());  // 2, not above half
+  EXPECT_FALSE(t.RecordFailure());  // 1
+  t.RecordSuccess();                // 1.5
+  t.RecordSuccess();                // 2
+  t.RecordSuccess();                // 2.5
+  EXPECT_EQ(t.tokens_milli(), 2500);
+  for (int i = 0; i < 10; ++i) t.RecordSuccess();
+  EXPECT_EQ(t.tokens_milli(), 4000);  // never above max
+  for (int i = 0; i < 10; ++i) t.RecordFailure();
+  EXPECT_EQ(t.tokens_milli(), 0);  // never below zero
+}
+
 TEST(ServiceConfig, RetryFieldsAreIgnoredWhenRetriesAreOffAsGrpcDoes) {
   absl::StatusOr<ServiceConfig> sc = ParseServiceConfig(
       R"({"methodConfig": [{"name": [{"service": "a.B"}], "timeout": "1s",
-                            "retryPolicy": {"maxAttempts": 3}}],
+                            "retryPolicy": {"maxAttempts": 3, "initialBackoff": "1s",
+                                            "maxBackoff": "1s", "backoffMultiplier": 2,
+                                            "retryableStatusCodes": ["UNAVAILABLE"]}}],
           "retryThrottling": {"maxTokens": 10, "tokenRatio": 0.1}})",
       {.retries_enabled = false});
   ASSERT_TRUE(sc.ok()) << sc.status();
   EXPECT_EQ(sc->Find("/a.B/C")->timeout, std::chrono::seconds(1));
+  EXPECT_FALSE(sc->Find("/a.B/C")->retry_policy.has_value());
+  EXPECT_FALSE(sc->retry_throttling.has_value());
 }
 
 TEST(ServiceConfig, JsonDurations) {

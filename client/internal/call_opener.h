@@ -8,10 +8,12 @@
 #define RINGRPC_CLIENT_INTERNAL_CALL_OPENER_H_
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 
 #include "base/task.h"
+#include "base/time.h"
 #include "client/channel.h"
 #include "client/client_context.h"
 #include "client/status.h"
@@ -19,19 +21,28 @@
 namespace ringrpc {
 namespace channel {
 class ChannelState;
+struct MethodConfig;
 }  // namespace channel
+namespace runtime {
+class EventLoop;
+}  // namespace runtime
 
 namespace internal {
 // Opens calls on a channel's state: the step between the channel core
 // (client/channel/channel_state.h) and a ClientCall.
 class CallOpener {
  public:
+  // What a retry (gRFC A6) sets for one attempt of a call.
+  struct AttemptPlan {
+    std::optional<TimePoint> deadline;  // the call's, fixed when it started
+    int previous_attempts = 0;          // sent as grpc-previous-rpc-attempts
+  };
   // `method` must outlive the task (callers await it at once). One
   // attempt, recorded in the channel's call metrics; with `whole_call` its
   // end is the call's end too (a stream; Unary records its call itself).
   static Task<std::unique_ptr<ClientCall>> Open(
       std::shared_ptr<channel::ChannelState> self, const std::string& method, ClientContext* ctx,
-      Status* out, bool whole_call = true);
+      Status* out, bool whole_call = true, const AttemptPlan* plan = nullptr);
   static Task<std::unique_ptr<ClientCall>> OpenHolding(
       std::shared_ptr<channel::ChannelState> self, std::string method, ClientContext* ctx,
       Status* out) {
@@ -45,8 +56,12 @@ class CallOpener {
   // Open without the telemetry.
   static Task<std::unique_ptr<ClientCall>> OpenAttempt(
       std::shared_ptr<channel::ChannelState> self, const std::string& method, ClientContext* ctx,
-      Status* out);
-  // Unary's attempts (a transparent retry is a second one).
+      Status* out, const AttemptPlan* plan);
+  // The call's deadline: the earlier of the context's and now + the
+  // method config's timeout.
+  static TimePoint CallDeadline(runtime::EventLoop& loop, const ClientContext& ctx,
+                                const channel::MethodConfig* mc);
+  // Unary's attempts: the transparent retry and the retryPolicy's (A6).
   static Task<Status> UnaryAttempts(std::shared_ptr<channel::ChannelState> self,
                                     const std::string& method, ClientContext* ctx,
                                     std::string request, std::string* response);

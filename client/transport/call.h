@@ -92,6 +92,9 @@ class Call {
   // none); its compressed messages are inflated by Read().
   const std::string& response_encoding() const { return response_encoding_; }
   bool headers_received() const { return headers_received_; }
+  // The server sent initial metadata of its own (not a trailers-only
+  // response): what commits a call for gRFC A6's retries.
+  bool initial_metadata_received() const { return initial_metadata_received_; }
   const Metadata& initial_metadata() const { return initial_metadata_; }
   const Metadata& trailing_metadata() const { return trailing_metadata_; }
   // grpc-status-details-bin, raw, if the server sent it.
@@ -143,6 +146,7 @@ class Call {
   std::string response_encoding_;
   size_t held_ = 0;  // received DATA bytes not yet credited back (flow control)
   bool headers_received_ = false;
+  bool initial_metadata_received_ = false;
   bool in_trailers_ = false;
   bool remote_closed_ = false;
   int http_status_ = 0;

@@ -208,6 +208,7 @@ int Http2Connection::Callbacks::OnFrameRecv(nghttp2_session* s,
         FinishFromTrailers(call);
       } else {
         call->headers_received_ = true;
+        call->initial_metadata_received_ = true;
         if (call->http_status_ != 200) {
           call->End(
               absl::Status(HttpStatusToGrpcCode(call->http_status_),

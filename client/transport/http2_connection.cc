@@ -429,6 +429,11 @@ absl::StatusOr<std::unique_ptr<Call>> Http2Connection::StartCall(CallOptions opt
     timeout = EncodeGrpcTimeout(*options.deadline - loop_->Now());
     nva.push_back(Header("grpc-timeout", timeout));
   }
+  std::string previous;
+  if (options.previous_attempts > 0) {
+    previous = std::to_string(options.previous_attempts);
+    nva.push_back(Header("grpc-previous-rpc-attempts", previous));
+  }
   std::vector<std::string> encoded;  // keeps base64 values alive for submit
   encoded.reserve(options.metadata.size());
   for (const auto& [k, v] : options.metadata) {

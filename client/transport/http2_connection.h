@@ -123,6 +123,8 @@ class Http2Connection : public std::enable_shared_from_this<Http2Connection> {
     // service config's maxRequestMessageBytes / maxResponseMessageBytes).
     std::optional<uint32_t> max_send_message_size;
     std::optional<uint32_t> max_receive_message_size;
+    // A retry (gRFC A6): grpc-previous-rpc-attempts is sent when > 0.
+    int previous_attempts = 0;
   };
   // Opens a stream and sends the request headers. UNAVAILABLE if the
   // connection is closed or draining (GOAWAY), RESOURCE_EXHAUSTED at the

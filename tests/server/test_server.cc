@@ -14,6 +14,9 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <map>
+#include <optional>
+#include <mutex>
 #include <string>
 #include <thread>
 
@@ -75,11 +78,51 @@ bool Authorized(ServerContext* ctx) {
          std::string(it->second.data(), it->second.size()) == "Bearer " + required_token;
 }
 
+// Retries (gRFC A6): "x-fail-attempts: N" with "x-call-key: K" fails the
+// first N calls carrying key K with "x-fail-code" (default UNAVAILABLE),
+// adding "x-pushback-ms" as grpc-retry-pushback-ms. Each call says which
+// attempt of its key it was (x-attempt) and what grpc-previous-rpc-attempts
+// it carried (x-previous-attempts), in initial metadata or trailers.
+std::mutex attempts_mu;
+std::map<std::string, int> attempts_by_key;
+
+std::string Md(ServerContext* ctx, const char* key) {
+  auto it = ctx->client_metadata().find(key);
+  return it == ctx->client_metadata().end() ? std::string()
+                                           : std::string(it->second.data(), it->second.size());
+}
+
+std::optional<Status> FailOnPurpose(ServerContext* ctx) {
+  const std::string key = Md(ctx, "x-call-key");
+  if (key.empty()) return std::nullopt;
+  int attempt;
+  {
+    std::lock_guard<std::mutex> lock(attempts_mu);
+    attempt = attempts_by_key[key]++;
+  }
+  const std::string previous = Md(ctx, "grpc-previous-rpc-attempts");
+  const bool fail = attempt < std::atoi(Md(ctx, "x-fail-attempts").c_str());
+  // Trailers-only on failure: the metadata rides in the trailers.
+  if (fail) {
+    ctx->AddTrailingMetadata("x-attempt", std::to_string(attempt));
+    ctx->AddTrailingMetadata("x-previous-attempts", previous.empty() ? "none" : previous);
+    const std::string pushback = Md(ctx, "x-pushback-ms");
+    if (!pushback.empty()) ctx->AddTrailingMetadata("grpc-retry-pushback-ms", pushback);
+    const std::string code = Md(ctx, "x-fail-code");
+    return Status(static_cast<grpc::StatusCode>(code.empty() ? 14 : std::atoi(code.c_str())),
+                  "attempt " + std::to_string(attempt) + " failed on purpose");
+  }
+  ctx->AddInitialMetadata("x-attempt", std::to_string(attempt));
+  ctx->AddInitialMetadata("x-previous-attempts", previous.empty() ? "none" : previous);
+  return std::nullopt;
+}
+
 class Service final : public ringrpc::test::TestService::Service {
   Status Unary(ServerContext* ctx, const EchoRequest* req, EchoResponse* resp) override {
     calls.fetch_add(1);
     if (!Authorized(ctx)) return Status(grpc::StatusCode::UNAUTHENTICATED, "bad or no bearer token");
     EchoMetadata(ctx);
+    if (std::optional<Status> failed = FailOnPurpose(ctx)) return *failed;
     if (ctx->client_metadata().count("x-want-authority") != 0) {
       grpc::string_ref authority = ctx->ExperimentalGetAuthority();
       ctx->AddInitialMetadata("x-authority", std::string(authority.data(), authority.size()));

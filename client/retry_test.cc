@@ -1,0 +1,187 @@
+// gRFC A6 retries of unary calls (issue 13, part 3) against a grpc++
+// server that fails the first attempts of a call on purpose (keyed by
+// x-call-key; tests/server/test_server.cc): retryable and not, attempts
+// running out, server pushback, the deadline bounding the backoff,
+// throttling that stops retries after a burst of failures and recovers,
+// and grpc.enable_retries=0.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "client/channel.h"
+#include "tests/proto/echo_test.ringrpc.pb.h"
+#include "tests/testing/server_process.h"
+
+namespace ringrpc {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::steady_clock;
+using test::EchoRequest;
+using test::EchoResponse;
+using test::ringrpc::TestService;
+using ::testing::HasSubstr;
+
+std::string Policy(int max_attempts, const std::string& codes = "[\"UNAVAILABLE\"]",
+                   const std::string& extra = "") {
+  return absl::StrCat(R"({"methodConfig": [{"name": [{"service": "ringrpc.test.TestService"}],
+      "retryPolicy": {"maxAttempts": )",
+                      max_attempts, R"(, "initialBackoff": "0.01s", "maxBackoff": "0.05s",
+      "backoffMultiplier": 2, "retryableStatusCodes": )",
+                      codes, "}}]", extra, "}");
+}
+
+std::string Md(const std::multimap<std::string, std::string>& md, const std::string& key) {
+  auto it = md.find(key);
+  return it == md.end() ? "" : it->second;
+}
+
+class RetryTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto s = testing::ServerProcess::Start();
+    ASSERT_TRUE(s.ok()) << s.status();
+    server_ = std::move(*s);
+  }
+  std::shared_ptr<Channel> Make(const std::string& config, ChannelArguments args = {}) {
+    args.SetServiceConfigJSON(config);
+    auto ch = CreateCustomChannel(server_->address(), InsecureChannelCredentials(), args);
+    EXPECT_TRUE(ch->configuration_status().ok()) << ch->configuration_status().error_message();
+    return ch;
+  }
+  // One unary call whose first `fail` attempts fail with `code`.
+  Status Call(Channel& ch, int fail, ClientContext* ctx, int code = 14,
+              const std::string& pushback = "") {
+    ctx->AddMetadata("x-call-key", absl::StrCat("k", ++key_));
+    ctx->AddMetadata("x-fail-attempts", std::to_string(fail));
+    ctx->AddMetadata("x-fail-code", std::to_string(code));
+    if (!pushback.empty()) ctx->AddMetadata("x-pushback-ms", pushback);
+    EchoRequest req;
+    req.set_payload("p");
+    EchoResponse resp;
+    Status s = TestService::NewStub(std::shared_ptr<Channel>(&ch, [](Channel*) {}))
+                   ->Unary(ctx, req, &resp);
+    if (s.ok()) {
+      EXPECT_EQ(resp.payload(), "p");
+    }
+    return s;
+  }
+  std::unique_ptr<testing::ServerProcess> server_;
+  int key_ = 0;
+};
+
+TEST_F(RetryTest, RetryableFailuresAreRetriedWithThePreviousAttemptsHeader) {
+  auto ch = Make(Policy(4));
+  ClientContext ctx;
+  Status s = Call(*ch, 2, &ctx);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(Md(ctx.GetServerInitialMetadata(), "x-attempt"), "2");  // the third attempt answered
+  EXPECT_EQ(Md(ctx.GetServerInitialMetadata(), "x-previous-attempts"), "2");
+  EXPECT_THAT(ch->MetricsText(), HasSubstr("ringrpc_retries_total 2\n"));
+  CallMetricsSnapshot m = ch->CallMetrics();
+  ASSERT_FALSE(m.started.empty());
+  EXPECT_EQ(m.started[0].attempts, 3u);  // A66: three attempts, one call
+}
+
+TEST_F(RetryTest, ANonRetryableCodeAndRunningOutOfAttemptsEndTheCall) {
+  auto ch = Make(Policy(3));
+  {
+    ClientContext ctx;
+    Status s = Call(*ch, 1, &ctx, /*INTERNAL*/ 13);
+    EXPECT_EQ(s.error_code(), StatusCode::INTERNAL);
+    EXPECT_EQ(Md(ctx.GetServerTrailingMetadata(), "x-attempt"), "0");
+  }
+  {
+    ClientContext ctx;
+    Status s = Call(*ch, 10, &ctx);
+    EXPECT_EQ(s.error_code(), StatusCode::UNAVAILABLE);
+    EXPECT_THAT(s.error_message(), HasSubstr("attempt 2 failed on purpose"));  // three in all
+  }
+  EXPECT_THAT(ch->MetricsText(), HasSubstr("ringrpc_retries_total 2\n"));
+}
+
+TEST_F(RetryTest, MaxAttemptsAboveFiveIsCappedAtFive) {
+  auto ch = Make(Policy(9));
+  ClientContext ctx;
+  Status s = Call(*ch, 100, &ctx);
+  EXPECT_EQ(s.error_code(), StatusCode::UNAVAILABLE);
+  EXPECT_THAT(s.error_message(), HasSubstr("attempt 4 failed on purpose"));
+}
+
+TEST_F(RetryTest, ServerPushbackSetsTheDelayOrStopsRetrying) {
+  auto ch = Make(Policy(3));
+  {
+    ClientContext ctx;
+    const auto start = steady_clock::now();
+    ASSERT_TRUE(Call(*ch, 1, &ctx, 14, "300").ok());
+    EXPECT_GE(steady_clock::now() - start, milliseconds(300));
+  }
+  {
+    ClientContext ctx;  // a negative pushback: do not retry
+    Status s = Call(*ch, 1, &ctx, 14, "-1");
+    EXPECT_EQ(s.error_code(), StatusCode::UNAVAILABLE);
+    EXPECT_THAT(s.error_message(), HasSubstr("attempt 0"));
+  }
+}
+
+TEST_F(RetryTest, TheDeadlineBoundsTheWholeCallBackoffIncluded) {
+  auto ch = Make(Policy(5));
+  ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + milliseconds(200));
+  const auto start = steady_clock::now();
+  Status s = Call(*ch, 1, &ctx, 14, "5000");  // pushback past the deadline
+  EXPECT_EQ(s.error_code(), StatusCode::DEADLINE_EXCEEDED) << s.error_message();
+  EXPECT_LT(steady_clock::now() - start, milliseconds(3000));
+}
+
+TEST_F(RetryTest, TryCancelDuringTheBackoffEndsTheCallCancelled) {
+  auto ch = Make(Policy(3));
+  ClientContext ctx;
+  std::thread canceller([&] {
+    std::this_thread::sleep_for(milliseconds(150));
+    ctx.TryCancel();
+  });
+  Status s = Call(*ch, 1, &ctx, 14, "5000");
+  canceller.join();
+  EXPECT_EQ(s.error_code(), StatusCode::CANCELLED) << s.error_message();
+}
+
+TEST_F(RetryTest, ThrottlingStopsRetriesAfterABurstOfFailuresAndRecovers) {
+  // 10 tokens, 1 back per success; retries stop at 5 or fewer.
+  auto ch = Make(Policy(2, "[\"UNAVAILABLE\"]",
+                        R"(, "retryThrottling": {"maxTokens": 10, "tokenRatio": 1})"));
+  for (int i = 0; i < 4; ++i) {  // each failed attempt takes a token
+    ClientContext ctx;
+    EXPECT_EQ(Call(*ch, 100, &ctx).error_code(), StatusCode::UNAVAILABLE);
+  }
+  const std::string text = ch->MetricsText();
+  EXPECT_THAT(text, HasSubstr("ringrpc_retries_total 2\n"));  // calls 1 and 2 only
+  EXPECT_THAT(text, HasSubstr("ringrpc_retries_throttled_total 2\n"));
+  {
+    ClientContext ctx;  // throttled: one failure ends it
+    EXPECT_EQ(Call(*ch, 1, &ctx).error_code(), StatusCode::UNAVAILABLE);
+  }
+  for (int i = 0; i < 6; ++i) {  // successes refill the bucket
+    ClientContext ctx;
+    ASSERT_TRUE(Call(*ch, 0, &ctx).ok());
+  }
+  ClientContext ctx;
+  EXPECT_TRUE(Call(*ch, 1, &ctx).ok()) << "retries are allowed again";
+}
+
+TEST_F(RetryTest, RetriesOffMeansTheFirstFailureEndsTheCall) {
+  ChannelArguments args;
+  args.SetInt("grpc.enable_retries", 0);
+  auto ch = Make(Policy(3), args);
+  ClientContext ctx;
+  EXPECT_EQ(Call(*ch, 1, &ctx).error_code(), StatusCode::UNAVAILABLE);
+  EXPECT_THAT(ch->MetricsText(), HasSubstr("ringrpc_retries_total 0\n"));
+}
+
+}  // namespace
+}  // namespace ringrpc
