@@ -144,7 +144,12 @@ struct ClientCall::Impl final : transport::Call::EndObserver {
     call->Cancel();
   }
 
+  // least_request counted this call on `sc` from CQ thread `thread`.
+  bool outstanding_counted = false;
+  size_t thread = 0;
+
   ~Impl() {
+    if (outstanding_counted) channel->CallEnded(thread, sc.get());
     if (cancel_state != nullptr) {
       MutexLock lock(&cancel_state->mu);
       // Only our own registration: a reused context may already carry the
@@ -593,6 +598,11 @@ Task<std::unique_ptr<ClientCall>> CallOpener::OpenAttempt(
     impl->interceptors = std::move(interceptors);
     impl->alive = std::make_shared<ClientCall::Impl::CancelTarget>(ClientCall::Impl::CancelTarget{
         impl->call.get(), &loop, impl->interceptors.get()});
+    if (st.counts_outstanding()) {
+      st.CallStarted(a.index, a.sc.get());
+      impl->outstanding_counted = true;
+      impl->thread = a.index;
+    }
     RegisterCancel(*impl);
     *out = Status();
     co_return std::unique_ptr<ClientCall>(new ClientCall(std::move(impl)));

@@ -57,14 +57,6 @@ class Reader {
   absl::Status status_;
 };
 
-absl::StatusOr<LbPolicy> LbPolicyFromName(const std::string& key, const std::string& name) {
-  if (name == "pick_first") return LbPolicy::kPickFirst;
-  if (name == "round_robin") return LbPolicy::kRoundRobin;
-  return absl::InvalidArgumentError(absl::StrCat(
-      "channel argument ", key, ": unknown load balancing policy \"", name,
-      "\" (ringrpc has pick_first and round_robin)"));
-}
-
 // Milliseconds from an integer argument.
 Duration Ms(int v) { return Duration(milliseconds(v)); }
 
@@ -101,9 +93,13 @@ void ReadChannelArgs(Reader& r, ChannelConfig& c) {
   r.Int("grpc.use_local_subchannel_pool", 0, 1,
         [&](int v) { c.use_local_subchannel_pool = v == 1; });
   r.String("grpc.lb_policy_name", [&](const std::string& v) -> absl::Status {
-    absl::StatusOr<LbPolicy> p = LbPolicyFromName("grpc.lb_policy_name", v);
-    if (p.ok()) c.lb_policy = *p;
-    return p.status();
+    absl::StatusOr<LbPolicy> p = LbPolicyNamed(v);
+    if (!p.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("channel argument grpc.lb_policy_name: ", p.status().message()));
+    }
+    c.lb_policy = *p;
+    return absl::OkStatus();
   });
   r.Int("grpc.enable_retries", 0, 1, [&](int v) { c.enable_retries = v == 1; });
   r.String("grpc.service_config", [&](const std::string& v) -> absl::Status {
@@ -111,6 +107,7 @@ void ReadChannelArgs(Reader& r, ChannelConfig& c) {
         ParseServiceConfig(v, {.retries_enabled = c.enable_retries});
     if (!sc.ok()) return sc.status();
     if (sc->lb_policy) c.lb_policy = *sc->lb_policy;
+    if (sc->choice_count) c.choice_count = *sc->choice_count;
     c.service_config = std::make_shared<const ServiceConfig>(std::move(*sc));
     return absl::OkStatus();
   });
@@ -156,6 +153,14 @@ void ReadRingrpcArgs(Reader& r, ChannelConfig& c) {
     else if (v == "epoll") c.poller = runtime::Backend::kEpoll;
     else return absl::InvalidArgumentError(absl::StrCat(
         "channel argument ringrpc.poller must be \"io_uring\" or \"epoll\", got \"", v, "\""));
+    return absl::OkStatus();
+  });
+  r.String("ringrpc.least_request_scope", [&](const std::string& v) -> absl::Status {
+    if (v == "thread") c.least_request_channel_wide = false;
+    else if (v == "channel") c.least_request_channel_wide = true;
+    else return absl::InvalidArgumentError(absl::StrCat(
+        "channel argument ringrpc.least_request_scope must be \"thread\" or \"channel\", got \"",
+        v, "\""));
     return absl::OkStatus();
   });
   r.Int("ringrpc.connections_per_thread", 1, 1024, [&](int v) { c.pool.max_size = v; });

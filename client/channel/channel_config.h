@@ -44,6 +44,11 @@ struct ChannelConfig {
   std::optional<std::string> ssl_target_name_override;
   BackoffConfig backoff;
   LbPolicy lb_policy = LbPolicy::kPickFirst;
+  // least_request: how many addresses each pick compares (gRFC A48).
+  int choice_count = 2;
+  // ringrpc.least_request_scope: whose outstanding calls least_request
+  // counts -- this CQ thread's (false, the default) or every thread's.
+  bool least_request_channel_wide = false;
   Duration dns_min_time_between_resolutions = std::chrono::seconds(30);
   bool use_local_subchannel_pool = false;
   // CQ threads of the channel's own set; 0 = the process-wide shared set.

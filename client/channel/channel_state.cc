@@ -82,7 +82,11 @@ std::shared_ptr<ChannelState> ChannelState::Create(const ChannelArguments& args)
 void ChannelState::Start(const std::shared_ptr<ChannelState>& state,
                          std::shared_ptr<Resolver> resolver) {
   // The configuration is final now (Create's caller may have adjusted it).
-  for (PerThread& pt : state->per_thread_) pt.picker = AddressPicker(state->config_.lb_policy);
+  uint64_t seed = 0x9e3779b97f4a7c15ULL;
+  for (PerThread& pt : state->per_thread_) {
+    pt.picker = AddressPicker(state->config_.lb_policy, state->config_.choice_count, seed);
+    seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+  }
   state->resolver_ = std::move(resolver);
   std::weak_ptr<ChannelState> weak = state;
   state->resolver_->Start([weak](absl::StatusOr<AddressList> update) {
@@ -217,9 +221,40 @@ std::shared_ptr<Subchannel> ChannelState::Pick(size_t thread) {
     pt.list = list_;
     pt.version = version_.load(std::memory_order_acquire);
   }
-  std::optional<size_t> i =
-      pt.picker.Pick(pt.list.size(), [&](size_t k) { return pt.list[k]->record->state(); });
+  auto state_of = [&](size_t k) { return pt.list[k]->record->state(); };
+  std::optional<size_t> i;
+  if (config_.lb_policy != LbPolicy::kLeastRequest) {
+    i = pt.picker.Pick(pt.list.size(), state_of);
+  } else if (config_.least_request_channel_wide) {
+    i = pt.picker.Pick(pt.list.size(), state_of, [&](size_t k) {
+      return pt.list[k]->outstanding.load(std::memory_order_relaxed);
+    });
+  } else {
+    i = pt.picker.Pick(pt.list.size(), state_of, [&](size_t k) -> uint32_t {
+      auto it = pt.outstanding.find(pt.list[k].get());
+      return it == pt.outstanding.end() ? 0 : it->second;
+    });
+  }
   return i ? pt.list[*i] : nullptr;
+}
+
+void ChannelState::CallStarted(size_t thread, Subchannel* sc) {
+  if (config_.least_request_channel_wide) {
+    sc->outstanding.fetch_add(1, std::memory_order_relaxed);
+  } else {
+    ++per_thread_[thread].outstanding[sc];
+  }
+}
+
+void ChannelState::CallEnded(size_t thread, Subchannel* sc) {
+  if (config_.least_request_channel_wide) {
+    sc->outstanding.fetch_sub(1, std::memory_order_relaxed);
+    return;
+  }
+  auto& counts = per_thread_[thread].outstanding;
+  auto it = counts.find(sc);
+  if (it == counts.end()) return;
+  if (--it->second == 0) counts.erase(it);  // addresses that went leave no entry
 }
 
 bool ChannelState::AnotherUsable(size_t thread, const std::shared_ptr<Subchannel>& sc) const {

@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "base/mutex.h"
 #include "base/task.h"
@@ -103,6 +104,12 @@ class ChannelState : public std::enable_shared_from_this<ChannelState> {
   // first not failing, else the first. round_robin: the next address not
   // in TRANSIENT_FAILURE from the thread's cursor. Null: no addresses.
   std::shared_ptr<Subchannel> Pick(size_t thread);
+  // least_request's count of a call on `sc` from CQ thread `thread` (that
+  // thread only): started when the call has its stream, ended when the
+  // call is destroyed. No-ops under other policies.
+  void CallStarted(size_t thread, Subchannel* sc);
+  void CallEnded(size_t thread, Subchannel* sc);
+  bool counts_outstanding() const { return config_.lb_policy == LbPolicy::kLeastRequest; }
   // CQ thread `thread` only: its list has an address other than `sc` that
   // is not in TRANSIENT_FAILURE.
   bool AnotherUsable(size_t thread, const std::shared_ptr<Subchannel>& sc) const;
@@ -165,6 +172,8 @@ class ChannelState : public std::enable_shared_from_this<ChannelState> {
     uint64_t version = ~uint64_t{0};
     std::vector<std::shared_ptr<Subchannel>> list;
     AddressPicker picker{LbPolicy::kPickFirst};  // the channel's policy from Start()
+    // least_request (thread scope): this thread's calls per address.
+    absl::flat_hash_map<const Subchannel*, uint32_t> outstanding;
   };
   std::vector<PerThread> per_thread_;
 };

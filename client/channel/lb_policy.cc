@@ -27,6 +27,38 @@ std::optional<size_t> AddressPicker::Pick(size_t n, StateOf state_of) {
   return next_++ % n;
 }
 
+std::optional<size_t> AddressPicker::Pick(size_t n, StateOf state_of, LoadOf load_of) {
+  if (policy_ != LbPolicy::kLeastRequest) return Pick(n, state_of);
+  if (n == 0) return std::nullopt;
+  auto next_random = [this] {  // xorshift64*: cheap, per thread
+    rng_ ^= rng_ >> 12;
+    rng_ ^= rng_ << 25;
+    rng_ ^= rng_ >> 27;
+    return rng_ * 2685821657736338717ULL;
+  };
+  std::optional<size_t> best;
+  uint32_t best_load = 0;
+  // Draws among the usable addresses; if none is usable, among all.
+  const bool any_usable = AnotherUsable(n, n, state_of);
+  for (int drawn = 0, tries = 0; drawn < choice_count_ && tries < 4 * choice_count_ + 8; ++tries) {
+    const size_t i = next_random() % n;
+    if (any_usable && state_of(i) == ConnectivityState::kTransientFailure) continue;
+    ++drawn;
+    const uint32_t load = load_of(i);
+    if (!best || load < best_load) {
+      best = i;
+      best_load = load;
+    }
+  }
+  if (!best) {  // unlucky draws: the first usable one
+    for (size_t i = 0; i < n; ++i) {
+      if (state_of(i) != ConnectivityState::kTransientFailure) return i;
+    }
+    return 0;
+  }
+  return best;
+}
+
 bool AnotherUsable(size_t n, size_t except, StateOf state_of) {
   for (size_t i = 0; i < n; ++i) {
     if (i != except && state_of(i) != ConnectivityState::kTransientFailure) return true;

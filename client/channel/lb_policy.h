@@ -17,6 +17,7 @@
 #define RINGRPC_CLIENT_CHANNEL_LB_POLICY_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 
 #include "absl/functional/function_ref.h"
@@ -27,10 +28,13 @@ namespace ringrpc::channel {
 
 // The state of address k of n.
 using StateOf = absl::FunctionRef<ConnectivityState(size_t)>;
+// Calls outstanding on address k of n (least_request).
+using LoadOf = absl::FunctionRef<uint32_t(size_t)>;
 
 class AddressPicker {
  public:
-  explicit AddressPicker(LbPolicy policy) : policy_(policy) {}
+  explicit AddressPicker(LbPolicy policy, int choice_count = 2, uint64_t seed = 0x5eed)
+      : policy_(policy), choice_count_(choice_count), rng_(seed) {}
 
   // The address for the next call among `n`, or nullopt when n == 0.
   // pick_first: the first READY address, else the first not in
@@ -39,6 +43,11 @@ class AddressPicker {
   // included: ours connect lazily, per thread, so an IDLE address is one
   // this rotation is about to connect), else simply the next one.
   std::optional<size_t> Pick(size_t n, StateOf state_of);
+  // least_request (gRFC A48, power of `choice_count` choices): that many
+  // random addresses not in TRANSIENT_FAILURE, the one with the fewest
+  // outstanding calls (the first drawn on a tie). Other policies ignore
+  // `load_of`.
+  std::optional<size_t> Pick(size_t n, StateOf state_of, LoadOf load_of);
 
   LbPolicy policy() const { return policy_; }
   // A new address list: the cursor starts over.
@@ -46,7 +55,9 @@ class AddressPicker {
 
  private:
   LbPolicy policy_;
+  int choice_count_;
   size_t next_ = 0;  // round_robin: where the next pick starts looking
+  uint64_t rng_;     // least_request: xorshift state
 };
 
 // Some address of the `n` other than `except` is not in TRANSIENT_FAILURE

@@ -94,5 +94,46 @@ TEST(AggregateState, NoAddressesIsIdleBeforeTheFirstAnswerAndFailureAfter) {
   EXPECT_EQ(AggregateState(0, none, true), F);
 }
 
+TEST(LeastRequest, ComparesItsDrawsAndTakesTheLeastLoaded) {
+  // With as many draws as addresses (and more), the least loaded one wins
+  // nearly always; with two draws the most loaded is never taken when it
+  // is drawn alongside any other.
+  std::vector<uint32_t> load = {5, 0, 7, 3};
+  std::vector<ConnectivityState> states = {R, R, R, R};
+  AddressPicker wide(LbPolicy::kLeastRequest, 10, 42);
+  int zero = 0;
+  for (int k = 0; k < 200; ++k) {
+    std::optional<size_t> i = wide.Pick(4, [&](size_t j) { return states[j]; },
+                                        [&](size_t j) { return load[j]; });
+    ASSERT_TRUE(i.has_value());
+    zero += *i == 1;
+  }
+  EXPECT_GE(zero, 180);  // missing index 1 in all 10 draws: 0.75^10 = 6% of picks
+  AddressPicker p2c(LbPolicy::kLeastRequest, 2, 7);
+  int counts[4] = {0, 0, 0, 0};
+  for (int k = 0; k < 4000; ++k) {
+    ++counts[*p2c.Pick(4, [&](size_t j) { return states[j]; }, [&](size_t j) { return load[j]; })];
+  }
+  // Index 2 (load 7) is taken only when both draws are 2: 1/16 of picks.
+  EXPECT_LT(counts[2], 400);
+  EXPECT_GT(counts[1], counts[3]);
+  EXPECT_GT(counts[3], counts[0]);
+}
+
+TEST(LeastRequest, SkipsFailingAddressesUnlessAllFail) {
+  std::vector<uint32_t> load = {0, 9};
+  AddressPicker p(LbPolicy::kLeastRequest, 2, 3);
+  std::vector<ConnectivityState> states = {F, R};
+  for (int k = 0; k < 50; ++k) {
+    EXPECT_EQ(p.Pick(2, [&](size_t j) { return states[j]; }, [&](size_t j) { return load[j]; }),
+              1u);
+  }
+  states = {F, F};
+  EXPECT_TRUE(p.Pick(2, [&](size_t j) { return states[j]; }, [&](size_t j) { return load[j]; })
+                  .has_value());
+  EXPECT_FALSE(p.Pick(0, [&](size_t j) { return states[j]; }, [&](size_t j) { return load[j]; })
+                   .has_value());
+}
+
 }  // namespace
 }  // namespace ringrpc::channel

@@ -18,11 +18,17 @@ absl::Status Error(std::string_view path, std::string_view what) {
                                                  path.empty() ? "" : ": ", std::string(what)));
 }
 
-absl::StatusOr<LbPolicy> LbPolicyNamed(const std::string& name) {
-  if (name == "pick_first") return LbPolicy::kPickFirst;
-  if (name == "round_robin") return LbPolicy::kRoundRobin;
-  return absl::InvalidArgumentError(absl::StrCat("unknown load balancing policy \"", name,
-                                                 "\" (ringrpc has pick_first and round_robin)"));
+// least_request's config: {"choiceCount": N}, 2 .. 10 (more is capped at
+// 10, as gRFC A48 says).
+absl::Status ReadLeastRequest(const json& config, const std::string& at, ServiceConfig& out) {
+  if (!config.is_object()) return Error(at, "must be an object");
+  if (auto c = config.find("choiceCount"); c != config.end()) {
+    if (!c->is_number_integer() || c->get<int64_t>() < 2) {
+      return Error(at + ".choiceCount", "must be an integer of at least 2");
+    }
+    out.choice_count = static_cast<int>(std::min<int64_t>(c->get<int64_t>(), 10));
+  }
+  return absl::OkStatus();
 }
 
 // loadBalancingConfig (the first policy ringrpc knows, as gRPC picks), else
@@ -39,11 +45,17 @@ absl::Status ReadLb(const json& j, ServiceConfig& out) {
       absl::StatusOr<LbPolicy> p = LbPolicyNamed(entry.begin().key());
       if (p.ok()) {
         out.lb_policy = *p;
+        if (*p == LbPolicy::kLeastRequest) {
+          return ReadLeastRequest(entry.begin().value(),
+                                  absl::StrCat("loadBalancingConfig[", i, "].", entry.begin().key()),
+                                  out);
+        }
         return absl::OkStatus();
       }
     }
     return Error("loadBalancingConfig",
-                 "no policy in it that ringrpc knows (pick_first, round_robin)");
+                 "no policy in it that ringrpc knows (pick_first, round_robin, "
+                 "least_request_experimental)");
   }
   if (auto it = j.find("loadBalancingPolicy"); it != j.end()) {
     if (!it->is_string()) return Error("loadBalancingPolicy", "must be a string");
@@ -217,6 +229,17 @@ absl::Status ReadMethodConfigs(const json& j, const ServiceConfigOptions& option
 }
 
 }  // namespace
+
+absl::StatusOr<LbPolicy> LbPolicyNamed(const std::string& name) {
+  if (name == "pick_first") return LbPolicy::kPickFirst;
+  if (name == "round_robin") return LbPolicy::kRoundRobin;
+  if (name == "least_request_experimental" || name == "least_request") {
+    return LbPolicy::kLeastRequest;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown load balancing policy \"", name,
+                   "\" (ringrpc has pick_first, round_robin and least_request_experimental)"));
+}
 
 std::optional<Duration> ParseJsonDuration(std::string_view text) {
   if (text.size() < 2 || text.back() != 's') return std::nullopt;

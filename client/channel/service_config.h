@@ -22,7 +22,7 @@
 
 namespace ringrpc::channel {
 
-enum class LbPolicy { kPickFirst, kRoundRobin };
+enum class LbPolicy { kPickFirst, kRoundRobin, kLeastRequest };
 
 // gRFC A6's retryPolicy.
 struct RetryPolicy {
@@ -54,6 +54,8 @@ struct MethodConfig {
 
 struct ServiceConfig {
   std::optional<LbPolicy> lb_policy;
+  // least_request's choiceCount (gRFC A48): 2 .. 10, default 2.
+  std::optional<int> choice_count;
   std::optional<RetryThrottling> retry_throttling;  // never set with retries off
   // By name: "pkg.Service/Method", "pkg.Service/" (the service's default)
   // and "" (the channel's default).
@@ -75,6 +77,10 @@ struct ServiceConfigOptions {
 // (want \"1.5s\")".
 absl::StatusOr<ServiceConfig> ParseServiceConfig(std::string_view json,
                                                  const ServiceConfigOptions& options = {});
+
+// pick_first, round_robin, least_request_experimental (or least_request);
+// INVALID_ARGUMENT naming the policies otherwise.
+absl::StatusOr<LbPolicy> LbPolicyNamed(const std::string& name);
 
 // gRPC's JSON duration ("1.5s", up to nine fractional digits), >= 0.
 std::optional<Duration> ParseJsonDuration(std::string_view text);

@@ -43,6 +43,22 @@ TEST(ServiceConfig, MethodEntriesMatchMethodThenServiceThenDefault) {
   EXPECT_EQ(fallback->timeout, std::chrono::nanoseconds(1));
 }
 
+TEST(ServiceConfig, LeastRequestWithItsChoiceCount) {
+  absl::StatusOr<ServiceConfig> sc = ParseServiceConfig(
+      R"({"loadBalancingConfig": [{"least_request_experimental": {"choiceCount": 3}}]})");
+  ASSERT_TRUE(sc.ok()) << sc.status();
+  EXPECT_EQ(sc->lb_policy, LbPolicy::kLeastRequest);
+  EXPECT_EQ(sc->choice_count, 3);
+  sc = ParseServiceConfig(R"({"loadBalancingConfig": [{"least_request": {"choiceCount": 50}}]})");
+  ASSERT_TRUE(sc.ok()) << sc.status();
+  EXPECT_EQ(sc->choice_count, 10);  // capped, as gRFC A48 says
+  sc = ParseServiceConfig(
+      R"({"loadBalancingConfig": [{"least_request_experimental": {"choiceCount": 1}}]})");
+  ASSERT_FALSE(sc.ok());
+  EXPECT_THAT(std::string(sc.status().message()),
+              HasSubstr("loadBalancingConfig[0].least_request_experimental.choiceCount"));
+}
+
 TEST(ServiceConfig, NoDefaultEntryMeansNoConfigForOtherMethods) {
   absl::StatusOr<ServiceConfig> sc =
       ParseServiceConfig(R"({"methodConfig": [{"name": [{"service": "a.B"}], "timeout": "1s"}]})");

@@ -182,7 +182,7 @@ absl::StatusOr<std::shared_ptr<Subchannel>> SubchannelRegistry::Attach(
     }
     absl::StatusOr<SubchannelPool> p = SubchannelPool::Create(pc, manager, reservoir);
     if (!p.ok()) return p.status();
-    sc = std::make_shared<Subchannel>(Subchannel{record, *p, events, 0});
+    sc = std::make_shared<Subchannel>(record, *p, events);
     if (!local) shared_.emplace_back(key, sc);
   }
   sc->events->Add(listener);

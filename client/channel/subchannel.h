@@ -129,10 +129,17 @@ struct SharingKey {
 };
 
 struct Subchannel {
+  Subchannel(std::shared_ptr<AddressRecord> r, SubchannelPool p, std::shared_ptr<EventHub> e)
+      : record(std::move(r)), pool(std::move(p)), events(std::move(e)) {}
+
   std::shared_ptr<AddressRecord> record;
   SubchannelPool pool;
   std::shared_ptr<EventHub> events;
   int attachments = 0;  // guarded by the registry's mutex
+  // least_request with ringrpc.least_request_scope=channel: calls
+  // outstanding on this address from every thread (and every channel that
+  // shares the subchannel). One shared atomic, touched twice per call.
+  std::atomic<uint32_t> outstanding{0};
 };
 
 // The process-wide table of shared subchannels (seeds/003: refcounted

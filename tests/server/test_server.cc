@@ -68,6 +68,9 @@ grpc::WriteOptions StreamWriteOptions(ServerContext* ctx, int i) {
   return o;
 }
 
+// --unary_delay_ms=N: every Unary call takes N ms more (a slow backend).
+int unary_delay_ms = 0;
+
 // --require_token=T: every call must carry "authorization: Bearer T".
 std::string required_token;
 
@@ -123,6 +126,9 @@ class Service final : public ringrpc::test::TestService::Service {
     if (!Authorized(ctx)) return Status(grpc::StatusCode::UNAUTHENTICATED, "bad or no bearer token");
     EchoMetadata(ctx);
     if (std::optional<Status> failed = FailOnPurpose(ctx)) return *failed;
+    if (unary_delay_ms > 0 && !SleepWatching(ctx, unary_delay_ms)) {
+      return Status(grpc::StatusCode::CANCELLED, "cancelled");
+    }
     if (ctx->client_metadata().count("x-want-authority") != 0) {
       grpc::string_ref authority = ctx->ExperimentalGetAuthority();
       ctx->AddInitialMetadata("x-authority", std::string(authority.data(), authority.size()));
@@ -220,6 +226,7 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--no_gzip") == 0) no_gzip = true;
     if (std::strncmp(argv[i], "--require_token=", 16) == 0) required_token = argv[i] + 16;
+    if (std::strncmp(argv[i], "--unary_delay_ms=", 17) == 0) unary_delay_ms = std::atoi(argv[i] + 17);
     if (std::strncmp(argv[i], "--listen=", 9) == 0) listen = argv[i] + 9;
     if (std::strncmp(argv[i], "--tls_cert=", 11) == 0) tls_cert = argv[i] + 11;
     if (std::strncmp(argv[i], "--tls_key=", 10) == 0) tls_key = argv[i] + 10;
