@@ -43,8 +43,8 @@ int64_t Calls(const testing::ServerProcess& server) {
 // share of them the fast backend served.
 double FastShare(const std::string& lb_config, const std::string& scope, int total,
                  int in_flight) {
-  auto fast = Backend(2);
-  auto slow = Backend(10);
+  auto fast = Backend(5);
+  auto slow = Backend(25);
   ChannelArguments args;
   args.SetInt("ringrpc.cq_threads", 2);
   args.SetServiceConfigJSON(lb_config);
@@ -92,13 +92,15 @@ TEST(LeastRequest, SendsMostCallsToTheFasterBackend) {
   const std::string lr = R"({"loadBalancingConfig": [{"least_request_experimental": {}}]})";
   const double per_thread = FastShare(lr, "thread", kTotal, kInFlight);
   const double channel_wide = FastShare(lr, "channel", kTotal, kInFlight);
-  std::printf("backends: fast 2 ms, slow 10 ms per call; %d calls, %d in flight on each of 2 "
+  std::printf("backends: fast 5 ms, slow 25 ms per call; %d calls, %d in flight on each of 2 "
               "CQ threads\nshare of calls on the fast backend: round_robin %.2f, "
               "least_request per thread %.2f, least_request channel-wide %.2f\n",
               kTotal, kInFlight, rr, per_thread, channel_wide);
+  // Clearly more than round robin's half, even on a slow or sanitized
+  // build where the servers' own overhead narrows the gap.
   EXPECT_NEAR(rr, 0.5, 0.1);
-  EXPECT_GT(per_thread, 0.65);
-  EXPECT_GT(channel_wide, 0.65);
+  EXPECT_GT(per_thread, 0.6);
+  EXPECT_GT(channel_wide, 0.6);
 }
 
 }  // namespace
