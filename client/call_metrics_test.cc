@@ -18,7 +18,7 @@
 #include "client/generic_stub.h"
 #include "tests/proto/echo_test.ringrpc.pb.h"
 #include "tests/testing/loopback.h"
-#include "tests/testing/server_process.h"
+#include "tests/testing/server_fixture.h"
 
 namespace ringrpc {
 namespace {
@@ -69,15 +69,7 @@ struct Heard : CallMetricsRecorder {
   }
 };
 
-class CallMetricsTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    auto s = testing::ServerProcess::Start();
-    ASSERT_TRUE(s.ok()) << s.status();
-    server_ = std::move(*s);
-  }
-  std::unique_ptr<testing::ServerProcess> server_;
-};
+class CallMetricsTest : public testing::ServerTest {};
 
 TEST_F(CallMetricsTest, UnaryStreamsAndFailuresAreCountedByMethodStatusAndBytes) {
   auto heard = std::make_shared<Heard>();

@@ -12,7 +12,7 @@
 #include "client/channel.h"
 #include "tests/proto/echo_test.ringrpc.pb.h"
 #include "tests/testing/loopback.h"
-#include "tests/testing/server_process.h"
+#include "tests/testing/server_fixture.h"
 
 namespace ringrpc {
 namespace {
@@ -30,15 +30,7 @@ std::shared_ptr<Channel> WithConfig(const std::string& target, const std::string
   return CreateCustomChannel(target, InsecureChannelCredentials(), args);
 }
 
-class MethodConfigTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    auto s = testing::ServerProcess::Start();
-    ASSERT_TRUE(s.ok()) << s.status();
-    server_ = std::move(*s);
-  }
-  std::unique_ptr<testing::ServerProcess> server_;
-};
+class MethodConfigTest : public testing::ServerTest {};
 
 TEST_F(MethodConfigTest, TimeoutBoundsCallsOfItsMethodAndTheCallsOwnDeadlineStillCounts) {
   auto channel = WithConfig(server_->address(), R"({"methodConfig": [

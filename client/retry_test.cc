@@ -15,7 +15,7 @@
 
 #include "client/channel.h"
 #include "tests/proto/echo_test.ringrpc.pb.h"
-#include "tests/testing/server_process.h"
+#include "tests/testing/server_fixture.h"
 
 namespace ringrpc {
 namespace {
@@ -41,13 +41,8 @@ std::string Md(const std::multimap<std::string, std::string>& md, const std::str
   return it == md.end() ? "" : it->second;
 }
 
-class RetryTest : public ::testing::Test {
+class RetryTest : public testing::ServerTest {
  protected:
-  void SetUp() override {
-    auto s = testing::ServerProcess::Start();
-    ASSERT_TRUE(s.ok()) << s.status();
-    server_ = std::move(*s);
-  }
   std::shared_ptr<Channel> Make(const std::string& config, ChannelArguments args = {}) {
     args.SetServiceConfigJSON(config);
     auto ch = CreateCustomChannel(server_->address(), InsecureChannelCredentials(), args);
@@ -71,7 +66,6 @@ class RetryTest : public ::testing::Test {
     }
     return s;
   }
-  std::unique_ptr<testing::ServerProcess> server_;
   int key_ = 0;
 };
 

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
+#include "client/status.h"
 
 namespace ringrpc::channel {
 namespace {
@@ -103,13 +104,6 @@ absl::StatusOr<Duration> ReadPositiveDuration(const json& obj, const char* key,
   return *d;
 }
 
-constexpr const char* kCodeNames[] = {
-    "OK",        "CANCELLED",          "UNKNOWN",           "INVALID_ARGUMENT",
-    "DEADLINE_EXCEEDED", "NOT_FOUND",  "ALREADY_EXISTS",    "PERMISSION_DENIED",
-    "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE",
-    "UNIMPLEMENTED", "INTERNAL",       "UNAVAILABLE",       "DATA_LOSS",
-    "UNAUTHENTICATED"};
-
 absl::StatusOr<RetryPolicy> ReadRetryPolicy(const json& p, const std::string& at) {
   if (!p.is_object()) return Error(at, "must be an object");
   RetryPolicy r;
@@ -141,8 +135,8 @@ absl::StatusOr<RetryPolicy> ReadRetryPolicy(const json& p, const std::string& at
     } else if (c.is_string()) {
       std::string name = c.get<std::string>();
       for (char& ch : name) ch = static_cast<char>(std::toupper(ch));
-      for (int k = 0; k < 17; ++k) {
-        if (name == kCodeNames[k]) code = k;
+      for (int k = 0; k <= 16; ++k) {
+        if (name == StatusCodeName(static_cast<StatusCode>(k))) code = k;
       }
     }
     if (code < 0) {
