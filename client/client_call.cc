@@ -669,9 +669,12 @@ Task<Status> CallOpener::UnaryAttempts(std::shared_ptr<channel::ChannelState> se
   const channel::MethodConfig* mc =
       st.config().service_config ? st.config().service_config->Find(method) : nullptr;
   // gRFC A6's retryPolicy (with grpc.enable_retries, the default).
+  // A request over the per-call retry buffer commits the call at once.
   const channel::RetryPolicy* policy =
-      st.config().enable_retries && mc != nullptr && mc->retry_policy ? &*mc->retry_policy
-                                                                       : nullptr;
+      st.config().enable_retries && mc != nullptr && mc->retry_policy &&
+              request.size() <= st.config().per_rpc_retry_buffer_size
+          ? &*mc->retry_policy
+          : nullptr;
   // Every attempt keeps the call's deadline, fixed now (a method's timeout
   // counts from the call's start, not each attempt's).
   AttemptPlan plan;

@@ -168,6 +168,23 @@ TEST_F(RetryTest, ThrottlingStopsRetriesAfterABurstOfFailuresAndRecovers) {
   EXPECT_TRUE(Call(*ch, 1, &ctx).ok()) << "retries are allowed again";
 }
 
+TEST_F(RetryTest, ARequestOverTheRetryBufferIsNotRetried) {
+  ChannelArguments args;
+  args.SetInt("grpc.per_rpc_retry_buffer_size", 100);
+  auto ch = Make(Policy(3), args);
+  ClientContext small_ctx;
+  EXPECT_TRUE(Call(*ch, 1, &small_ctx).ok());  // "p": fits, retried
+  ClientContext big_ctx;
+  big_ctx.AddMetadata("x-call-key", "big");
+  big_ctx.AddMetadata("x-fail-attempts", "1");
+  EchoRequest big;
+  big.set_payload(std::string(200, 'b'));
+  EchoResponse resp;
+  Status s = TestService::NewStub(ch)->Unary(&big_ctx, big, &resp);
+  EXPECT_EQ(s.error_code(), StatusCode::UNAVAILABLE) << "committed: no retry";
+  EXPECT_THAT(ch->MetricsText(), HasSubstr("ringrpc_retries_total 1\n"));
+}
+
 TEST_F(RetryTest, RetriesOffMeansTheFirstFailureEndsTheCall) {
   ChannelArguments args;
   args.SetInt("grpc.enable_retries", 0);

@@ -102,6 +102,8 @@ void ReadChannelArgs(Reader& r, ChannelConfig& c) {
     return absl::OkStatus();
   });
   r.Int("grpc.enable_retries", 0, 1, [&](int v) { c.enable_retries = v == 1; });
+  r.Int("grpc.per_rpc_retry_buffer_size", 0, INT_MAX,
+        [&](int v) { c.per_rpc_retry_buffer_size = size_t(v); });
   r.String("grpc.service_config", [&](const std::string& v) -> absl::Status {
     absl::StatusOr<ServiceConfig> sc =
         ParseServiceConfig(v, {.retries_enabled = c.enable_retries});

@@ -76,6 +76,9 @@ struct ChannelConfig {
   // grpc.enable_retries: 0 turns off every retry (today the one
   // transparent retry of a unary call the server never saw).
   bool enable_retries = true;
+  // grpc.per_rpc_retry_buffer_size: a unary request larger than this is
+  // committed at once (never retried by a retryPolicy), as in grpc++.
+  size_t per_rpc_retry_buffer_size = 256 << 10;
   // CreateCustomChannelWithInterceptors' factories (null: none).
   std::shared_ptr<const std::vector<std::unique_ptr<experimental::ClientInterceptorFactoryInterface>>>
       interceptors;
