@@ -656,7 +656,9 @@ constexpr Duration kRetryCancelPoll = std::chrono::milliseconds(20);
 Duration Jittered(Duration cap) {
   thread_local std::mt19937_64 rng{std::random_device{}()};
   std::uniform_real_distribution<double> u(0.0, 1.0);
-  return std::chrono::duration_cast<Duration>(cap * u(rng));
+  const double ns = static_cast<double>(cap.count()) * u(rng);
+  return ns >= static_cast<double>(cap.count()) ? cap
+                                                 : Duration(static_cast<Duration::rep>(ns));
 }
 
 }  // namespace
@@ -737,12 +739,17 @@ Task<Status> CallOpener::UnaryAttempts(std::shared_ptr<channel::ChannelState> se
       backoff = policy->initial_backoff;
     } else {
       delay = Jittered(backoff);
-      backoff = std::min(std::chrono::duration_cast<Duration>(backoff * policy->backoff_multiplier),
-                         policy->max_backoff);
+      // Grown in double seconds: a multiplier on a huge maxBackoff must not
+      // overflow the nanosecond count.
+      const double next = std::chrono::duration<double>(backoff).count() * policy->backoff_multiplier;
+      backoff = next >= std::chrono::duration<double>(policy->max_backoff).count()
+                    ? policy->max_backoff
+                    : std::chrono::duration_cast<Duration>(std::chrono::duration<double>(next));
     }
     call.reset();
     // The wait, bounded by the deadline and watching for TryCancel.
-    const TimePoint until = loop->Now() + delay;
+    const TimePoint until =
+        delay < TimePoint::max() - loop->Now() ? loop->Now() + delay : TimePoint::max();
     while (loop->Now() < until) {
       // (No braced list around a co_await: GCC 12 miscompiles it.)
       const TimePoint wake =

@@ -133,6 +133,22 @@ TEST_F(RetryTest, TheDeadlineBoundsTheWholeCallBackoffIncluded) {
   EXPECT_LT(steady_clock::now() - start, milliseconds(3000));
 }
 
+TEST_F(RetryTest, ExtremeBackoffsAndTimeoutsStayWithinTheDeadline) {
+  // The largest durations a config may hold: backoffs and a timeout of
+  // 10,000 years (past what a nanosecond clock holds) must neither
+  // overflow nor outlast the call's own deadline.
+  auto ch = Make(R"({"methodConfig": [{"name": [{}], "timeout": "315576000000s",
+      "retryPolicy": {"maxAttempts": 5, "initialBackoff": "315576000000s",
+                      "maxBackoff": "315576000000s", "backoffMultiplier": 1e300,
+                      "retryableStatusCodes": ["UNAVAILABLE"]}}]})");
+  ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + milliseconds(200));
+  const auto start = steady_clock::now();
+  Status s = Call(*ch, 10, &ctx);
+  EXPECT_EQ(s.error_code(), StatusCode::DEADLINE_EXCEEDED) << s.error_message();
+  EXPECT_LT(steady_clock::now() - start, milliseconds(5000));
+}
+
 TEST_F(RetryTest, TryCancelDuringTheBackoffEndsTheCallCancelled) {
   auto ch = Make(Policy(3));
   ClientContext ctx;

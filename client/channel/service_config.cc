@@ -257,6 +257,10 @@ std::optional<Duration> ParseJsonDuration(std::string_view text) {
   }
   constexpr int64_t kMaxSeconds = 315576000000;  // google.protobuf.Duration's limit
   if (seconds > kMaxSeconds) return std::nullopt;
+  // Past what Duration holds (~292 years of nanoseconds): as good as forever.
+  const int64_t representable =
+      std::chrono::duration_cast<std::chrono::seconds>(Duration::max()).count() - 1;
+  if (seconds >= representable) return Duration::max();
   return std::chrono::duration_cast<Duration>(std::chrono::seconds(seconds) +
                                               std::chrono::nanoseconds(nanos));
 }

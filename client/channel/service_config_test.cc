@@ -183,7 +183,10 @@ TEST(ServiceConfig, RetryFieldsAreIgnoredWhenRetriesAreOffAsGrpcDoes) {
 TEST(ServiceConfig, JsonDurations) {
   EXPECT_EQ(ParseJsonDuration("1s"), std::chrono::seconds(1));
   EXPECT_EQ(ParseJsonDuration("0.5s"), milliseconds(500));
-  EXPECT_EQ(ParseJsonDuration("315576000000s"), std::chrono::seconds(315576000000));
+  EXPECT_EQ(ParseJsonDuration("86400.000000001s"),
+            std::chrono::seconds(86400) + std::chrono::nanoseconds(1));
+  // google.protobuf.Duration's largest: more than Duration holds, so forever.
+  EXPECT_EQ(ParseJsonDuration("315576000000s"), Duration::max());
   for (const char* bad : {"", "s", "1", "1.s", ".5s", "1.0000000001s", "-1s", "1m", "1.5 s",
                           "315576000001s"}) {
     EXPECT_FALSE(ParseJsonDuration(bad).has_value()) << bad;
