@@ -409,6 +409,14 @@ TEST(Channel, ChannelsWithTheSameTargetAndArgumentsShareOneSubchannelPool) {
   d.reset();
   a.reset();
   b.reset();  // the last attachment: the pool closes
+  // A channel's state outlives the Channel by as long as a task still holds
+  // it (the resolver's hand-off to CQ thread 0, a call's frame being
+  // destroyed): under load that is milliseconds, so wait for it, bounded.
+  const auto limit = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (channel::SubchannelRegistry::Global().shared_count() != before &&
+         std::chrono::steady_clock::now() < limit) {
+    std::this_thread::sleep_for(milliseconds(5));
+  }
   EXPECT_EQ(channel::SubchannelRegistry::Global().shared_count(), before);
   std::vector<std::string> events = log->Take();
   // Connection events interleave on CQ threads (how many connections depends
