@@ -18,6 +18,7 @@ set(RINGRPC_SOURCES
   client/client_call.cc
   client/interceptor.cc
   client/resolver.cc
+  client/runtime/cpu_count.cc
   client/runtime/cq_threads.cc
   client/runtime/epoll_loop.cc
   client/runtime/event_loop.cc
@@ -69,6 +70,7 @@ set(RINGRPC_HEADERS
   client/internal/call_opener.h
   client/internal/interceptors.h
   client/resolver.h
+  client/runtime/cpu_count.h
   client/runtime/cq_threads.h
   client/runtime/event_loop.h
   client/runtime/inbox.h

@@ -1,5 +1,7 @@
 #include "client/runtime/cq_threads.h"
 
+#include "client/runtime/cpu_count.h"
+
 #include <cstdlib>
 #include <future>
 #include <mutex>
@@ -80,7 +82,7 @@ absl::StatusOr<std::unique_ptr<CqThreads>> CqThreads::Start(Options options) {
     backend = *env;
   }
   size_t n = options.threads;
-  if (n == 0) n = std::max(1u, std::thread::hardware_concurrency());
+  if (n == 0) n = UsableCpus();  // affinity mask and cgroup CPU quota
 
   std::unique_ptr<CqThreads> cq(new CqThreads());
   for (size_t i = 0; i < n; ++i) {

@@ -23,7 +23,9 @@ namespace ringrpc::runtime {
 class CqThreads {
  public:
   struct Options {
-    // 0: one per core (std::thread::hardware_concurrency()).
+    // 0: one per CPU the process may use (client/runtime/cpu_count.h: the
+    // affinity mask of the thread calling Start, capped by the cgroup v2
+    // CPU quota).
     size_t threads = 0;
     // Unset: RINGRPC_POLLER, else io_uring with the epoll fallback.
     std::optional<Backend> backend;
