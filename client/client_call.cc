@@ -466,7 +466,9 @@ Task<std::unique_ptr<ClientCall>> CallOpener::Open(
   if (metrics == nullptr || !index || ctx == nullptr) {
     co_return co_await OpenAttempt(std::move(self), method, ctx, out, plan);  // nothing to record
   }
-  channel::MethodRow* row = metrics->Method(*index, method);
+  channel::MethodRow* row = plan != nullptr && plan->metrics_row != nullptr
+                                ? plan->metrics_row
+                                : metrics->Method(*index, method);
   const TimePoint start = Clock::now();
   metrics->AttemptStarted(row);
   std::unique_ptr<ClientCall> call = co_await OpenAttempt(std::move(self), method, ctx, out, plan);
@@ -521,7 +523,9 @@ Task<std::unique_ptr<ClientCall>> CallOpener::OpenAttempt(
   // timeout bounds the call's own deadline, its waitForReady applies unless
   // the call set one, its limits apply when smaller than the channel's.
   const channel::MethodConfig* mc =
-      st.config().service_config ? st.config().service_config->Find(method) : nullptr;
+      plan != nullptr && plan->method_config_known ? plan->method_config
+      : st.config().service_config                 ? st.config().service_config->Find(method)
+                                                   : nullptr;
   const TimePoint deadline =
       plan != nullptr && plan->deadline ? *plan->deadline : CallDeadline(loop, *ctx, mc);
   const std::optional<bool>& asked_wait = CallAccess::wait_for_ready(*ctx);
@@ -626,7 +630,7 @@ Task<Status> CallOpener::Unary(std::shared_ptr<channel::ChannelState> self,
   channel::MethodRow* row =
       metrics != nullptr && index && ctx != nullptr ? metrics->Method(*index, method) : nullptr;
   const TimePoint start = Clock::now();
-  Status s = co_await UnaryAttempts(self, method, ctx, std::move(request), response);
+  Status s = co_await UnaryAttempts(self, method, ctx, std::move(request), response, row);
   if (row != nullptr) metrics->CallEnded(row, s.error_code(), Clock::now() - start);
   co_return s;
 }
@@ -665,7 +669,8 @@ Duration Jittered(Duration cap) {
 
 Task<Status> CallOpener::UnaryAttempts(std::shared_ptr<channel::ChannelState> self,
                                        const std::string& method, ClientContext* ctx,
-                                       std::string request, std::string* response) {
+                                       std::string request, std::string* response,
+                                       channel::MethodRow* metrics_row) {
   ChannelState& st = *self;
   const std::optional<size_t> index = st.CurrentIndex();
   const channel::MethodConfig* mc =
@@ -679,7 +684,7 @@ Task<Status> CallOpener::UnaryAttempts(std::shared_ptr<channel::ChannelState> se
           : nullptr;
   // Every attempt keeps the call's deadline, fixed now (a method's timeout
   // counts from the call's start, not each attempt's).
-  AttemptPlan plan;
+  AttemptPlan plan{.method_config_known = true, .method_config = mc, .metrics_row = metrics_row};
   runtime::EventLoop* loop = index ? &st.cq()->loop(*index) : nullptr;
   if (loop != nullptr && ctx != nullptr) plan.deadline = CallDeadline(*loop, *ctx, mc);
   Duration backoff = policy ? policy->initial_backoff : Duration::zero();

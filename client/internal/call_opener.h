@@ -22,6 +22,7 @@ namespace ringrpc {
 namespace channel {
 class ChannelState;
 struct MethodConfig;
+class MethodRow;
 }  // namespace channel
 namespace runtime {
 class EventLoop;
@@ -36,6 +37,10 @@ class CallOpener {
   struct AttemptPlan {
     std::optional<TimePoint> deadline;  // the call's, fixed when it started
     int previous_attempts = 0;          // sent as grpc-previous-rpc-attempts
+    // Looked up once per call, not per attempt.
+    bool method_config_known = false;
+    const channel::MethodConfig* method_config = nullptr;  // null: none
+    channel::MethodRow* metrics_row = nullptr;             // null: look it up
   };
   // `method` must outlive the task (callers await it at once). One
   // attempt, recorded in the channel's call metrics; with `whole_call` its
@@ -64,7 +69,8 @@ class CallOpener {
   // Unary's attempts: the transparent retry and the retryPolicy's (A6).
   static Task<Status> UnaryAttempts(std::shared_ptr<channel::ChannelState> self,
                                     const std::string& method, ClientContext* ctx,
-                                    std::string request, std::string* response);
+                                    std::string request, std::string* response,
+                                    channel::MethodRow* metrics_row);
   // Cancel() from any thread reaches the call on its loop from now on (or
   // cancels it at once if it came first).
   static void RegisterCancel(ClientCall::Impl& impl);
