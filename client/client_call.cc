@@ -84,6 +84,9 @@ constexpr int kMaxStartRetries = 4;
 // resolver's first answer, or (wait_for_ready) after a resolver error. The
 // list arrives by a post to the thread, not a wake-up of waiting calls.
 constexpr milliseconds kNoAddressPoll{20};
+// How often a call waiting for an address's first health check answer
+// looks again: the answer is one round trip away.
+constexpr milliseconds kHealthPoll{5};
 // The shortest wait of a wait_for_ready call whose lease failed before it
 // tries again (the address's backoff usually asks for longer).
 constexpr milliseconds kMinLeaseRetryDelay{5};
@@ -349,12 +352,16 @@ Task<Step> PickAndLease(Attempt& a) {
   const bool resolved = a.st.resolved_once();
   a.sc = a.st.Pick(a.index);
   if (a.sc == nullptr) {
-    a.last = a.st.NoAddressError();
-    // Before the resolver's first answer every call waits (the channel is
-    // not failing, just starting); after a resolver error only
-    // wait_for_ready calls do.
-    if (!a.wait_for_ready && resolved) co_return Fail(a, Status::FromAbsl(a.last));
-    co_await SleepUntil(a.loop, std::min(a.deadline, a.loop.Now() + channel::kNoAddressPoll));
+    a.last = a.st.NoPickError(a.index);
+    // Before the resolver's first answer, or a health check's, every call
+    // waits (the channel is not failing, just starting); after a resolver
+    // error, or with every address unhealthy, only wait_for_ready calls do.
+    const bool health_pending = a.st.HealthPending(a.index);
+    if (!a.wait_for_ready && resolved && !health_pending) {
+      co_return Fail(a, Status::FromAbsl(a.last));
+    }
+    const Duration poll = health_pending ? channel::kHealthPoll : channel::kNoAddressPoll;
+    co_await SleepUntil(a.loop, std::min(a.deadline, a.loop.Now() + poll));
     co_return Step::kAgain;
   }
   // The warm path: a connection this thread has, with a free stream. No

@@ -13,6 +13,7 @@ const char* SubchannelEventKindName(SubchannelEvent::Kind kind) {
     case SubchannelEvent::Kind::kRetire: return "retire";
     case SubchannelEvent::Kind::kPark: return "park";
     case SubchannelEvent::Kind::kUnpark: return "unpark";
+    case SubchannelEvent::Kind::kHealth: return "health";
   }
   return "?";
 }

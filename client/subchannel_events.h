@@ -27,10 +27,12 @@ struct SubchannelEvent {
     kRetire,         // a connection was retired (reason says why)
     kPark,           // an idle connection went to the reservoir
     kUnpark,         // and was taken by another thread
+    kHealth,         // its health check (gRFC A17) changed its answer:
+                     // reason starts with SERVING, NOT_SERVING, UNKNOWN, ...
   };
   Kind kind;
   std::string address;
-  std::string reason;  // kRetire: generation, max_lifetime, idle_timeout, ...
+  std::string reason;  // kRetire: generation, max_lifetime, idle_timeout, ...; kHealth: the answer
 };
 
 const char* SubchannelEventKindName(SubchannelEvent::Kind kind);

@@ -104,6 +104,7 @@ void ReadChannelArgs(Reader& r, ChannelConfig& c) {
   r.Int("grpc.enable_retries", 0, 1, [&](int v) { c.enable_retries = v == 1; });
   r.Int("grpc.per_rpc_retry_buffer_size", 0, INT_MAX,
         [&](int v) { c.per_rpc_retry_buffer_size = size_t(v); });
+  r.Int("grpc.inhibit_health_checking", 0, 1, [&](int v) { c.inhibit_health_checking = v == 1; });
   r.String("grpc.service_config", [&](const std::string& v) -> absl::Status {
     absl::StatusOr<ServiceConfig> sc =
         ParseServiceConfig(v, {.retries_enabled = c.enable_retries});
@@ -182,6 +183,13 @@ void ReadRingrpcArgs(Reader& r, ChannelConfig& c) {
 }
 
 }  // namespace
+
+std::optional<std::string> ChannelConfig::HealthCheckService() const {
+  if (inhibit_health_checking || lb_policy == LbPolicy::kPickFirst || service_config == nullptr) {
+    return std::nullopt;
+  }
+  return service_config->health_check_service;
+}
 
 absl::StatusOr<ChannelConfig> ParseChannelArguments(const ChannelArguments& args) {
   ChannelConfig c;

@@ -79,9 +79,17 @@ struct ChannelConfig {
   // grpc.per_rpc_retry_buffer_size: a unary request larger than this is
   // committed at once (never retried by a retryPolicy), as in grpc++.
   size_t per_rpc_retry_buffer_size = 256 << 10;
+  // grpc.inhibit_health_checking: the service config's healthCheckConfig
+  // is not acted on.
+  bool inhibit_health_checking = false;
   // CreateCustomChannelWithInterceptors' factories (null: none).
   std::shared_ptr<const std::vector<std::unique_ptr<experimental::ClientInterceptorFactoryInterface>>>
       interceptors;
+
+  // The service name to health-check each address with (gRFC A17), or
+  // nullopt: the service config names none, grpc.inhibit_health_checking
+  // is set, or the policy is pick_first (which, as in gRPC, never checks).
+  std::optional<std::string> HealthCheckService() const;
 };
 
 absl::StatusOr<ChannelConfig> ParseChannelArguments(const ChannelArguments& args);

@@ -86,6 +86,28 @@ TEST(ChannelConfig, WrongTypeOrRangeNamesTheKey) {
   }
 }
 
+TEST(ChannelConfig, HealthCheckingNeedsAPolicyThatUsesItAndNoInhibition) {
+  auto service = [](const char* json, int inhibit) {
+    ChannelArguments a;
+    a.SetServiceConfigJSON(json);
+    if (inhibit >= 0) a.SetInt("grpc.inhibit_health_checking", inhibit);
+    absl::StatusOr<ChannelConfig> c = ParseChannelArguments(a);
+    EXPECT_TRUE(c.ok()) << c.status();
+    return c.ok() ? c->HealthCheckService() : std::nullopt;
+  };
+  constexpr const char* kRoundRobin =
+      R"({"loadBalancingConfig": [{"round_robin": {}}], "healthCheckConfig": {"serviceName": "s"}})";
+  EXPECT_EQ(service(kRoundRobin, -1), "s");
+  EXPECT_EQ(service(kRoundRobin, 0), "s");
+  EXPECT_EQ(service(kRoundRobin, 1), std::nullopt);
+  // pick_first never health-checks (gRFC A17, as gRPC).
+  EXPECT_EQ(service(R"({"healthCheckConfig": {"serviceName": "s"}})", -1), std::nullopt);
+  EXPECT_EQ(service(R"({"loadBalancingConfig": [{"least_request_experimental": {}}],
+                        "healthCheckConfig": {"serviceName": ""}})",
+                    -1),
+            "");
+}
+
 TEST(ChannelConfig, ServiceConfigLoadBalancing) {
   ChannelArguments a;
   a.SetServiceConfigJSON(R"({"loadBalancingConfig":[{"weighted_target":{}},{"round_robin":{}}]})");

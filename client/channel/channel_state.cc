@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "client/channel/health_check.h"
 #include "client/runtime/event_loop.h"
 
 namespace ringrpc::channel {
@@ -82,6 +83,7 @@ std::shared_ptr<ChannelState> ChannelState::Create(const ChannelArguments& args)
 void ChannelState::Start(const std::shared_ptr<ChannelState>& state,
                          std::shared_ptr<Resolver> resolver) {
   // The configuration is final now (Create's caller may have adjusted it).
+  state->health_checked_ = state->config_.HealthCheckService().has_value();
   uint64_t seed = 0x9e3779b97f4a7c15ULL;
   for (PerThread& pt : state->per_thread_) {
     pt.picker = AddressPicker(state->config_.lb_policy, state->config_.choice_count, seed);
@@ -221,7 +223,12 @@ std::shared_ptr<Subchannel> ChannelState::Pick(size_t thread) {
     pt.list = list_;
     pt.version = version_.load(std::memory_order_acquire);
   }
-  auto state_of = [&](size_t k) { return pt.list[k]->record->state(); };
+  // With health checks, an address not answered SERVING is never picked.
+  auto state_of = [&](size_t k) {
+    const Subchannel& sc = *pt.list[k];
+    return !health_checked_ || sc.Healthy() ? sc.record->state()
+                                            : ConnectivityState::kTransientFailure;
+  };
   std::optional<size_t> i;
   if (config_.lb_policy != LbPolicy::kLeastRequest) {
     i = pt.picker.Pick(pt.list.size(), state_of);
@@ -235,7 +242,8 @@ std::shared_ptr<Subchannel> ChannelState::Pick(size_t thread) {
       return it == pt.outstanding.end() ? 0 : it->second;
     });
   }
-  return i ? pt.list[*i] : nullptr;
+  if (!i || (health_checked_ && !pt.list[*i]->Healthy())) return nullptr;
+  return pt.list[*i];
 }
 
 void ChannelState::CallStarted(size_t thread, Subchannel* sc) {
@@ -260,8 +268,38 @@ void ChannelState::CallEnded(size_t thread, Subchannel* sc) {
 bool ChannelState::AnotherUsable(size_t thread, const std::shared_ptr<Subchannel>& sc) const {
   const std::vector<std::shared_ptr<Subchannel>>& list = per_thread_[thread].list;
   size_t except = std::find(list.begin(), list.end(), sc) - list.begin();
-  return channel::AnotherUsable(list.size(), except,
-                                [&](size_t k) { return list[k]->record->state(); });
+  return channel::AnotherUsable(list.size(), except, [&](size_t k) {
+    return !health_checked_ || list[k]->Healthy() ? list[k]->record->state()
+                                                  : ConnectivityState::kTransientFailure;
+  });
+}
+
+bool ChannelState::HealthPending(size_t thread) const {
+  if (!health_checked_) return false;
+  for (const auto& sc : per_thread_[thread].list) {
+    if (sc->PickState() == ConnectivityState::kConnecting && !sc->Healthy()) return true;
+  }
+  return false;
+}
+
+absl::Status ChannelState::NoPickError(size_t thread) const {
+  const std::vector<std::shared_ptr<Subchannel>>& list = per_thread_[thread].list;
+  if (!health_checked_ || list.empty()) return NoAddressError();
+  int not_serving = 0, waiting = 0, unreachable = 0;
+  for (const auto& sc : list) {
+    if (sc->record->state() == ConnectivityState::kTransientFailure) {
+      ++unreachable;
+    } else if (sc->health != nullptr && sc->health->state() == Health::kUnknown) {
+      ++waiting;
+    } else {
+      ++not_serving;
+    }
+  }
+  return absl::UnavailableError(absl::StrCat(
+      "no healthy address to call: the health check of service \"",
+      *config_.HealthCheckService(), "\" (healthCheckConfig, gRFC A17) has ", not_serving,
+      " of ", list.size(), " addresses not SERVING, ", waiting, " not answered yet, ",
+      unreachable, " unreachable"));
 }
 
 absl::Status ChannelState::NoAddressError() const {
@@ -272,7 +310,8 @@ absl::Status ChannelState::NoAddressError() const {
 ConnectivityState ChannelState::Aggregate() const {
   MutexLock lock(&mu_);
   return AggregateState(
-      list_.size(), [&](size_t k) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return list_[k]->record->state(); },
+      list_.size(),
+      [&](size_t k) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return list_[k]->PickState(); },
       resolved_once());
 }
 

@@ -115,6 +115,12 @@ class ChannelState : public std::enable_shared_from_this<ChannelState> {
   bool AnotherUsable(size_t thread, const std::shared_ptr<Subchannel>& sc) const;
   // UNAVAILABLE naming why there is no address (the resolver's error).
   absl::Status NoAddressError() const;
+  // CQ thread `thread` only, after Pick found nothing: UNAVAILABLE naming
+  // why (no address, or none healthy).
+  absl::Status NoPickError(size_t thread) const;
+  // CQ thread `thread` only: some address of its list waits for its first
+  // health check answer (A17's CONNECTING: calls wait rather than fail).
+  bool HealthPending(size_t thread) const;
   // The channel's connectivity state from its addresses' records.
   ConnectivityState Aggregate() const;
   // The current subchannels (a copy).
@@ -165,6 +171,7 @@ class ChannelState : public std::enable_shared_from_this<ChannelState> {
   std::atomic<uint64_t> retries_{0};              // retryPolicy attempts after the first
   std::atomic<uint64_t> throttled_retries_{0};    // retries retryThrottling stopped
   std::unique_ptr<RetryThrottle> retry_throttle_;
+  bool health_checked_ = false;  // config_.HealthCheckService(), from Start
 
   // Each CQ thread's view of the list and its round-robin cursor; touched
   // only by that thread.

@@ -302,9 +302,14 @@ absl::StatusOr<ServiceConfig> ParseServiceConfig(std::string_view text,
     t.token_ratio_milli = std::max<int64_t>(1, static_cast<int64_t>(ratio->get<double>() * 1000));
     if (options.retries_enabled) out.retry_throttling = t;
   }
-  if (j.contains("healthCheckConfig")) {
-    return Error("healthCheckConfig",
-                 "client-side health checking is not implemented in ringrpc yet");
+  if (auto it = j.find("healthCheckConfig"); it != j.end()) {
+    if (!it->is_object()) return Error("healthCheckConfig", "must be an object");
+    auto name = it->find("serviceName");
+    if (name != it->end() && !name->is_string()) {
+      return Error("healthCheckConfig.serviceName", "must be a string");
+    }
+    // gRPC: a healthCheckConfig without serviceName checks nothing.
+    if (name != it->end()) out.health_check_service = name->get<std::string>();
   }
   return out;
 }

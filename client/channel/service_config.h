@@ -57,6 +57,9 @@ struct ServiceConfig {
   // least_request's choiceCount (gRFC A48): 2 .. 10, default 2.
   std::optional<int> choice_count;
   std::optional<RetryThrottling> retry_throttling;  // never set with retries off
+  // healthCheckConfig.serviceName (gRFC A17): set, health checking is on
+  // (under round_robin and least_request; "" checks the whole server).
+  std::optional<std::string> health_check_service;
   // By name: "pkg.Service/Method", "pkg.Service/" (the service's default)
   // and "" (the channel's default).
   absl::flat_hash_map<std::string, MethodConfig> methods;

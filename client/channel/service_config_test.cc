@@ -59,6 +59,20 @@ TEST(ServiceConfig, LeastRequestWithItsChoiceCount) {
               HasSubstr("loadBalancingConfig[0].least_request_experimental.choiceCount"));
 }
 
+TEST(ServiceConfig, HealthCheckConfigNamesTheServiceToCheck) {
+  absl::StatusOr<ServiceConfig> sc =
+      ParseServiceConfig(R"({"healthCheckConfig": {"serviceName": "pkg.Svc"}})");
+  ASSERT_TRUE(sc.ok()) << sc.status();
+  EXPECT_EQ(sc->health_check_service, "pkg.Svc");
+  sc = ParseServiceConfig(R"({"healthCheckConfig": {"serviceName": ""}})");
+  ASSERT_TRUE(sc.ok()) << sc.status();
+  EXPECT_EQ(sc->health_check_service, "");  // the whole server
+  // As in gRPC: no serviceName, no health checking.
+  sc = ParseServiceConfig(R"({"healthCheckConfig": {}})");
+  ASSERT_TRUE(sc.ok()) << sc.status();
+  EXPECT_FALSE(sc->health_check_service.has_value());
+}
+
 TEST(ServiceConfig, NoDefaultEntryMeansNoConfigForOtherMethods) {
   absl::StatusOr<ServiceConfig> sc =
       ParseServiceConfig(R"({"methodConfig": [{"name": [{"service": "a.B"}], "timeout": "1s"}]})");
@@ -113,8 +127,9 @@ TEST(ServiceConfig, ProblemsAreNamedByTheirJsonPath) {
        "retryThrottling.maxTokens: is required and must be in (0, 1000]"},
       {R"({"retryThrottling": {"maxTokens": 10}})",
        "retryThrottling.tokenRatio: is required and must be above 0"},
-      {R"({"healthCheckConfig": {"serviceName": ""}})",
-       "healthCheckConfig: client-side health checking is not implemented"},
+      {R"({"healthCheckConfig": {"serviceName": 7}})",
+       "healthCheckConfig.serviceName: must be a string"},
+      {R"({"healthCheckConfig": []})", "healthCheckConfig: must be an object"},
       {R"({"loadBalancingConfig": [{"grpclb": {}}]})",
        "loadBalancingConfig: no policy in it that ringrpc knows"},
       {R"({"loadBalancingPolicy": "weighted"})",

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "client/channel/health_check.h"
 #include "pool/reservoir.h"
 #include "pool/retire.h"
 
@@ -143,7 +144,23 @@ void EventHub::OnPoolEvent(const pool::PoolEvent& e) {
 }
 
 SharingKey SharingKey::Of(const std::string& address, const ChannelConfig& c, const void* cq) {
-  return SharingKey{address, c.connection, c.backoff, c.pool, c.reservoir_capacity, cq};
+  return SharingKey{address, c.connection, c.backoff, c.pool, c.reservoir_capacity, cq,
+                    c.HealthCheckService()};
+}
+
+bool Subchannel::Healthy() const {
+  return health == nullptr || health->state() == Health::kServing;
+}
+
+ConnectivityState Subchannel::PickState() const {
+  const ConnectivityState s = record->state();
+  if (health == nullptr || s == ConnectivityState::kTransientFailure) return s;
+  switch (health->state()) {
+    case Health::kServing: return s;
+    case Health::kUnknown: return ConnectivityState::kConnecting;
+    case Health::kNotServing: return ConnectivityState::kTransientFailure;
+  }
+  return s;
 }
 
 SubchannelRegistry& SubchannelRegistry::Global() {
@@ -183,6 +200,13 @@ absl::StatusOr<std::shared_ptr<Subchannel>> SubchannelRegistry::Attach(
     absl::StatusOr<SubchannelPool> p = SubchannelPool::Create(pc, manager, reservoir);
     if (!p.ok()) return p.status();
     sc = std::make_shared<Subchannel>(record, *p, events);
+    if (key.health_service) {
+      // One Watch stream for the address, on a CQ thread chosen by its name
+      // (addresses spread over the threads).
+      sc->health = std::make_shared<HealthWatch>(*key.health_service, record, *p, events,
+                                                 config.backoff);
+      sc->health->Start(cq, std::hash<std::string>()(name) % cq.size());
+    }
     if (!local) shared_.emplace_back(key, sc);
   }
   sc->events->Add(listener);
@@ -205,6 +229,7 @@ void SubchannelRegistry::Detach(const std::shared_ptr<Subchannel>& sc, runtime::
   sc->events->Emit(SubchannelEvent::Kind::kDetach);
   if (last) {
     sc->events->Emit(SubchannelEvent::Kind::kClose);
+    if (sc->health) sc->health->Stop();
     SubchannelPool pool = sc->pool;
     for (size_t i = 0; i < cq.size(); ++i) cq.Post(i, [pool] { pool.Close(); });
   }

@@ -13,6 +13,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,11 @@
 #include "pool/pool.h"
 
 namespace ringrpc::channel {
+
+class HealthWatch;
+
+// What client-side health checking (gRFC A17, health_check.h) last heard.
+enum class Health : uint8_t { kUnknown, kServing, kNotServing };
 
 class AddressRecord {
  public:
@@ -123,6 +129,9 @@ struct SharingKey {
   pool::PoolConfig pool;
   size_t reservoir_capacity = 0;
   const void* cq = nullptr;  // the CQ thread set the shards live on
+  // The health check's service name (A17): channels that check another
+  // service (or none) do not share the address's health.
+  std::optional<std::string> health_service;
   bool operator==(const SharingKey&) const = default;
 
   static SharingKey Of(const std::string& address, const ChannelConfig& c, const void* cq);
@@ -140,6 +149,16 @@ struct Subchannel {
   // outstanding on this address from every thread (and every channel that
   // shares the subchannel). One shared atomic, touched twice per call.
   std::atomic<uint32_t> outstanding{0};
+  // Client-side health checking (null: off for this subchannel).
+  std::shared_ptr<HealthWatch> health;
+
+  // The address may take a new call: its health check (if any) says
+  // SERVING. Any thread.
+  bool Healthy() const;
+  // The address's state as the LB policy sees it: the record's, except
+  // that a health check still waiting for its answer is CONNECTING and one
+  // that said anything but SERVING is TRANSIENT_FAILURE.
+  ConnectivityState PickState() const;
 };
 
 // The process-wide table of shared subchannels (seeds/003: refcounted

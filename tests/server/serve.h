@@ -19,11 +19,13 @@ namespace ringrpc::testing {
 // Blocks SIGTERM first: `credentials()` (called after) starts grpc's
 // threads, and they must inherit the mask, or a SIGTERM delivered to one of
 // them kills the process instead of shutting it down. `setup` registers the
-// services. Returns the process's exit status.
+// services; `started` sees the server before it is announced. Returns the
+// process's exit status.
 inline int ServeUntilSigterm(
     const char* name, const std::string& listen,
     const std::function<std::shared_ptr<grpc::ServerCredentials>()>& credentials,
-    const std::function<void(grpc::ServerBuilder&)>& setup) {
+    const std::function<void(grpc::ServerBuilder&)>& setup,
+    const std::function<void(grpc::Server&)>& started = nullptr) {
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGTERM);
@@ -37,6 +39,7 @@ inline int ServeUntilSigterm(
     std::fprintf(stderr, "%s: cannot listen on %s\n", name, listen.c_str());
     return 1;
   }
+  if (started) started(*server);
   std::printf("LISTENING %d\n", port);
   std::fflush(stdout);
   std::thread terminator([&] {

@@ -6,6 +6,7 @@
 // Prints "LISTENING <port>" (0 for unix sockets) once serving. SIGTERM
 // shuts down gracefully (GOAWAY; in-flight calls get 5 s to finish).
 #include <grpcpp/grpcpp.h>
+#include <grpcpp/health_check_service_interface.h>
 #include <signal.h>
 
 #include <atomic>
@@ -120,11 +121,25 @@ std::optional<Status> FailOnPurpose(ServerContext* ctx) {
   return std::nullopt;
 }
 
+// Client-side health checking (gRFC A17): with --health the server runs
+// grpc++'s own health service (grpc::EnableDefaultHealthCheckService);
+// --health_serving=a,b sets those services SERVING at start, and a Unary
+// call with "x-set-health: NAME=0|1" sets NAME NOT_SERVING or SERVING.
+grpc::HealthCheckServiceInterface* health_service = nullptr;
+
+void SetHealth(ServerContext* ctx) {
+  const std::string v = Md(ctx, "x-set-health");
+  const size_t eq = v.rfind('=');
+  if (health_service == nullptr || eq == std::string::npos) return;
+  health_service->SetServingStatus(v.substr(0, eq), v.substr(eq + 1) == "1");
+}
+
 class Service final : public ringrpc::test::TestService::Service {
   Status Unary(ServerContext* ctx, const EchoRequest* req, EchoResponse* resp) override {
     calls.fetch_add(1);
     if (!Authorized(ctx)) return Status(grpc::StatusCode::UNAUTHENTICATED, "bad or no bearer token");
     EchoMetadata(ctx);
+    SetHealth(ctx);
     if (std::optional<Status> failed = FailOnPurpose(ctx)) return *failed;
     if (unary_delay_ms > 0 && !SleepWatching(ctx, unary_delay_ms)) {
       return Status(grpc::StatusCode::CANCELLED, "cancelled");
@@ -223,7 +238,11 @@ int main(int argc, char** argv) {
   std::string listen = "127.0.0.1:0";
   std::string tls_cert, tls_key, tls_client_ca;  // files (PEM)
   bool no_gzip = false;  // --no_gzip: refuse gzip-compressed requests
+  bool with_health = false;
+  std::string health_serving;
   for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--health") == 0) with_health = true;
+    if (std::strncmp(argv[i], "--health_serving=", 17) == 0) health_serving = argv[i] + 17;
     if (std::strcmp(argv[i], "--no_gzip") == 0) no_gzip = true;
     if (std::strncmp(argv[i], "--require_token=", 16) == 0) required_token = argv[i] + 16;
     if (std::strncmp(argv[i], "--unary_delay_ms=", 17) == 0) unary_delay_ms = std::atoi(argv[i] + 17);
@@ -237,6 +256,7 @@ int main(int argc, char** argv) {
     return std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
   };
   Service service;
+  grpc::EnableDefaultHealthCheckService(with_health);
   return ringrpc::testing::ServeUntilSigterm(
       "test_server", listen,
       [&]() -> std::shared_ptr<grpc::ServerCredentials> {
@@ -254,5 +274,15 @@ int main(int argc, char** argv) {
         builder.SetMaxSendMessageSize(64 << 20);
         if (no_gzip) builder.SetCompressionAlgorithmSupportStatus(GRPC_COMPRESS_GZIP, false);
         builder.RegisterService(&service);
+      },
+      [&](grpc::Server& server) {
+        health_service = server.GetHealthCheckService();
+        if (health_service == nullptr) return;
+        for (size_t start = 0; start < health_serving.size();) {
+          size_t comma = health_serving.find(',', start);
+          if (comma == std::string::npos) comma = health_serving.size();
+          health_service->SetServingStatus(health_serving.substr(start, comma - start), true);
+          start = comma + 1;
+        }
       });
 }
