@@ -170,11 +170,14 @@ TEST_F(MethodConfigTest, AConfigRingrpcCannotHonourFailsEveryCallNamingTheField)
   Status s = TestService::NewStub(refused)->Unary(&ctx, EchoRequest(), &resp);
   EXPECT_EQ(s.error_code(), StatusCode::INVALID_ARGUMENT);
   EXPECT_THAT(s.error_message(), HasSubstr("methodConfig[0].hedgingPolicy"));
-  auto health = WithConfig(server_->address(), R"({"healthCheckConfig": {"serviceName": "x"}})");
+  auto recv_timeout = WithConfig(server_->address(), R"({"methodConfig": [{"name": [{}],
+      "retryPolicy": {"maxAttempts": 2, "initialBackoff": "1s", "maxBackoff": "1s",
+                      "backoffMultiplier": 2, "retryableStatusCodes": ["UNAVAILABLE"],
+                      "perAttemptRecvTimeout": "1s"}}]})");
   ClientContext ctx2;
-  s = TestService::NewStub(health)->Unary(&ctx2, EchoRequest(), &resp);
+  s = TestService::NewStub(recv_timeout)->Unary(&ctx2, EchoRequest(), &resp);
   EXPECT_EQ(s.error_code(), StatusCode::INVALID_ARGUMENT);
-  EXPECT_THAT(s.error_message(), HasSubstr("healthCheckConfig"));
+  EXPECT_THAT(s.error_message(), HasSubstr("methodConfig[0].retryPolicy.perAttemptRecvTimeout"));
 }
 
 }  // namespace
