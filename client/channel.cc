@@ -296,11 +296,16 @@ std::string Channel::MetricsText() const {
                   "# TYPE ringrpc_retries_total counter\n"
                   "ringrpc_retries_total ",
                   state_->retries(), "\n",
-                  "# HELP ringrpc_retries_throttled_total Retries retryThrottling did not "
-                  "allow.\n"
+                  "# HELP ringrpc_retries_throttled_total Retries and hedged copies "
+                  "retryThrottling did not allow.\n"
                   "# TYPE ringrpc_retries_throttled_total counter\n"
                   "ringrpc_retries_throttled_total ",
-                  state_->throttled_retries(), "\n");
+                  state_->throttled_retries(), "\n",
+                  "# HELP ringrpc_hedged_attempts_total Copies after the first that the "
+                  "service config's hedgingPolicy sent (gRFC A6).\n"
+                  "# TYPE ringrpc_hedged_attempts_total counter\n"
+                  "ringrpc_hedged_attempts_total ",
+                  state_->hedges(), "\n");
   if (state_->call_metrics() != nullptr) AppendCallMetricsText(CallMetrics(), &out);
   return out;
 }

@@ -87,6 +87,9 @@ constexpr milliseconds kNoAddressPoll{20};
 // How often a call waiting for an address's first health check answer
 // looks again: the answer is one round trip away.
 constexpr milliseconds kHealthPoll{5};
+// How soon a hedged attempt still opening notices that another attempt
+// answered (its waits for a connection are cut into slices this long).
+constexpr milliseconds kAbandonPoll{20};
 // The shortest wait of a wait_for_ready call whose lease failed before it
 // tries again (the address's backoff usually asks for longer).
 constexpr milliseconds kMinLeaseRetryDelay{5};
@@ -298,6 +301,7 @@ struct Attempt {
   TimePoint deadline;  // TimePoint::max(): none
   bool wait_for_ready;  // the context's, else the service config's
   std::shared_ptr<CancelState> cancel;
+  const bool* abandoned = nullptr;  // a hedged attempt the call no longer needs
   int number = 0;
   absl::Status last;  // the latest failure, for the message of the final one
   std::shared_ptr<Subchannel> sc;
@@ -312,11 +316,22 @@ Step Fail(Attempt& a, Status s) {
   return Step::kFail;
 }
 
+// When a wait inside the pick must end: at `t`, the deadline, or soon
+// enough to notice that a hedged attempt was abandoned.
+TimePoint WakeBy(const Attempt& a, TimePoint t) {
+  t = std::min(t, a.deadline);
+  if (a.abandoned != nullptr) t = std::min(t, a.loop.Now() + channel::kAbandonPoll);
+  return t;
+}
+
 // The call may still start: not cancelled, deadline not passed.
 std::optional<Status> Ended(Attempt& a) {
   {
     MutexLock lock(&a.cancel->mu);
     if (a.cancel->cancelled) return Status(StatusCode::CANCELLED, "cancelled before the call started");
+  }
+  if (a.abandoned != nullptr && *a.abandoned) {
+    return Status(StatusCode::CANCELLED, "another hedged attempt of the call answered first");
   }
   if (a.loop.Now() < a.deadline) return std::nullopt;
   return Status(StatusCode::DEADLINE_EXCEEDED,
@@ -340,7 +355,7 @@ Task<Step> OnLeaseFailed(Attempt& a, absl::Status error) {
   // attempt, or a little while, within the deadline.
   TimePoint retry =
       std::max(a.sc->record->next_attempt(), a.loop.Now() + channel::kMinLeaseRetryDelay);
-  co_await SleepUntil(a.loop, std::min(a.deadline, retry));
+  co_await SleepUntil(a.loop, WakeBy(a, retry));
   co_return Step::kAgain;
 }
 
@@ -361,7 +376,7 @@ Task<Step> PickAndLease(Attempt& a) {
       co_return Fail(a, Status::FromAbsl(a.last));
     }
     const Duration poll = health_pending ? channel::kHealthPoll : channel::kNoAddressPoll;
-    co_await SleepUntil(a.loop, std::min(a.deadline, a.loop.Now() + poll));
+    co_await SleepUntil(a.loop, WakeBy(a, a.loop.Now() + poll));
     co_return Step::kAgain;
   }
   // The warm path: a connection this thread has, with a free stream. No
@@ -379,11 +394,12 @@ Task<Step> PickAndLease(Attempt& a) {
         co_return Step::kAgain;
       }
       if (!a.wait_for_ready) co_return Fail(a, Status::FromAbsl(backoff));
-      co_await SleepUntil(a.loop, std::min(a.deadline, a.sc->record->next_attempt()));
+      co_await SleepUntil(a.loop, WakeBy(a, a.sc->record->next_attempt()));
       co_return Step::kAgain;
     }
     Duration left = a.deadline == TimePoint::max() ? Duration(std::chrono::hours(24 * 365))
                                                    : a.deadline - a.loop.Now();
+    if (a.abandoned != nullptr) left = std::min(left, Duration(channel::kAbandonPoll));
     std::optional<absl::StatusOr<SubchannelLease>> waited =
         co_await runtime::WithTimeout<absl::StatusOr<SubchannelLease>>(
             a.loop, channel::Acquire(a.sc->pool), left);
@@ -393,8 +409,7 @@ Task<Step> PickAndLease(Attempt& a) {
   if (!lease.ok() && a.sc->pool.closed() && a.number < channel::kMaxClosedPoolRepicks) {
     // A resolver update dropped this address after the pick (the fault
     // suite's flapping test): pick again once this thread has the new list.
-    co_await SleepUntil(a.loop,
-                        std::min(a.deadline, a.loop.Now() + channel::kClosedPoolRepickDelay));
+    co_await SleepUntil(a.loop, WakeBy(a, a.loop.Now() + channel::kClosedPoolRepickDelay));
     co_return Step::kAgain;
   }
   if (!lease.ok()) co_return co_await OnLeaseFailed(a, lease.status());
@@ -542,7 +557,8 @@ Task<std::unique_ptr<ClientCall>> CallOpener::OpenAttempt(
             .ctx = ctx,
             .deadline = deadline,
             .wait_for_ready = asked_wait ? *asked_wait : mc != nullptr && mc->wait_for_ready.value_or(false),
-            .cancel = CallAccess::cancel(*ctx)};
+            .cancel = CallAccess::cancel(*ctx),
+            .abandoned = plan != nullptr ? plan->abandoned : nullptr};
   transport::Metadata md(CallAccess::metadata(*ctx).begin(), CallAccess::metadata(*ctx).end());
   const std::optional<CompressionAlgorithm>& asked = CallAccess::compression(*ctx);
   const transport::Compression compression =
@@ -694,6 +710,12 @@ Task<Status> CallOpener::UnaryAttempts(std::shared_ptr<channel::ChannelState> se
   AttemptPlan plan{.method_config_known = true, .method_config = mc, .metrics_row = metrics_row};
   runtime::EventLoop* loop = index ? &st.cq()->loop(*index) : nullptr;
   if (loop != nullptr && ctx != nullptr) plan.deadline = CallDeadline(*loop, *ctx, mc);
+  // gRFC A6's hedgingPolicy (with grpc.enable_retries); a request over the
+  // retry buffer is committed at once: one copy.
+  if (loop != nullptr && ctx != nullptr && st.config().enable_retries && mc != nullptr &&
+      mc->hedging_policy && request.size() <= st.config().per_rpc_retry_buffer_size) {
+    co_return co_await UnaryHedged(self, method, ctx, std::move(request), response, plan);
+  }
   Duration backoff = policy ? policy->initial_backoff : Duration::zero();
   bool transparent_used = false;
   for (int attempt = 0;;) {
@@ -786,6 +808,159 @@ Task<Status> CallOpener::UnaryAttempts(std::shared_ptr<channel::ChannelState> se
     ++attempt;
     st.CountRetry();
   }
+}
+
+namespace {
+
+// What the copies of one hedged unary call share (gRFC A6 hedging). They
+// run on the call's loop, and the call waits for every one of them to end
+// before it returns (they read its context and its request).
+struct Hedge {
+  explicit Hedge(runtime::EventLoop& loop) : wake(loop) {}
+  runtime::LoopEvent wake;  // a copy ended, or its server answered first
+  int running = 0;          // copies not ended
+  bool abandoned = false;   // decided: copies still opening give up
+  std::vector<ClientCall*> open;          // copies with a stream
+  const ClientCall* committed = nullptr;  // its server answered first: the call's
+  std::optional<Status> final;            // the call's status, once decided
+  std::optional<std::string> reply;
+  Status last = Status(StatusCode::UNAVAILABLE, "no hedged attempt was sent");
+  bool next_now = false;  // a non-fatal failure: the next copy goes at once
+  std::optional<int64_t> pushback;  // the server's, on the latest such failure
+};
+
+// Every copy but `keep` is cancelled; copies still opening give up.
+void CancelOthers(Hedge& h, const ClientCall* keep) {
+  h.abandoned = true;
+  for (ClientCall* c : h.open) {
+    if (c != keep) c->Cancel();
+  }
+}
+
+Task<bool> Woken(runtime::LoopEvent* e) {
+  co_await e->Wait();
+  co_return true;
+}
+
+}  // namespace
+
+Task<Status> CallOpener::UnaryHedged(std::shared_ptr<channel::ChannelState> self,
+                                     const std::string& method, ClientContext* ctx,
+                                     std::string request, std::string* response,
+                                     const AttemptPlan& call_plan) {
+  ChannelState& st = *self;
+  runtime::EventLoop& loop = st.cq()->loop(*st.CurrentIndex());
+  const channel::HedgingPolicy& policy = *call_plan.method_config->hedging_policy;
+  auto h = std::make_shared<Hedge>(loop);
+  AttemptPlan plan = call_plan;
+  plan.abandoned = &h->abandoned;
+  // One copy: opens, sends, and reports how it ended (A6: an answer or a
+  // fatal status decides the call; a non-fatal one sends the next copy).
+  auto copy = [](std::shared_ptr<ChannelState> self, const std::string* method,
+                 ClientContext* ctx, const std::string* request, AttemptPlan plan,
+                 std::shared_ptr<Hedge> h, const channel::HedgingPolicy* policy) -> Task<void> {
+    Status s;
+    std::unique_ptr<ClientCall> call = co_await Open(self, *method, ctx, &s, false, &plan);
+    std::optional<std::string> reply;
+    bool never_sent = false;
+    std::optional<int64_t> pushback;
+    if (call != nullptr) {
+      h->open.push_back(call.get());
+      if (h->abandoned) call->Cancel();  // decided while this one opened
+      (void)call->WriteNow(*request);    // a failed write ends the call
+      call->WritesDone();
+      co_await call->impl_->call->WaitForInitialMetadata();
+      if (call->impl_->call->initial_metadata_received() && !h->final &&
+          h->committed == nullptr) {
+        h->committed = call.get();  // its server answered first
+        CancelOthers(*h, call.get());
+        h->wake.Set();
+      }
+      reply = co_await call->Read();
+      (void)co_await call->impl_->call->Finish();  // the context is not touched yet
+      std::erase(h->open, call.get());
+      never_sent = call->never_sent();
+      pushback = Pushback(call->impl_->call->trailing_metadata());
+    }
+    const bool lost = h->final.has_value() || (h->committed != nullptr && h->committed != call.get());
+    if (!lost) {
+      // Only a copy that may be the call's writes its results into the
+      // context (and runs the interceptors' status hooks).
+      if (call != nullptr) s = call->FinishNow();
+      const bool decides = s.ok() || (call != nullptr && h->committed == call.get()) ||
+                           (!never_sent && !policy->NonFatal(static_cast<int>(s.error_code())));
+      if (decides) {
+        if (s.ok() && self->retry_throttle() != nullptr) self->retry_throttle()->RecordSuccess();
+        h->final = s;
+        h->reply = std::move(reply);
+        CancelOthers(*h, call.get());
+      } else {
+        if (self->retry_throttle() != nullptr) (void)self->retry_throttle()->RecordFailure();
+        h->last = s;
+        h->pushback = pushback;
+        h->next_now = true;
+      }
+    }
+    call.reset();
+    --h->running;
+    h->wake.Set();
+  };
+  int sent = 0;
+  bool more = true;  // further copies may go
+  TimePoint next = loop.Now();
+  for (;;) {
+    if (h->final || h->committed != nullptr || sent >= policy.max_attempts) more = false;
+    if (more && h->pushback) {
+      // The server's pushback: the next copy after it; negative: none.
+      if (*h->pushback < 0) {
+        more = false;
+      } else {
+        next = loop.Now() + std::chrono::milliseconds(*h->pushback);
+        h->next_now = false;
+      }
+      h->pushback.reset();
+    }
+    if (more && (h->next_now || loop.Now() >= next)) {
+      if (sent > 0 && st.retry_throttle() != nullptr && !st.retry_throttle()->Allows()) {
+        st.CountThrottledRetry();
+        more = false;
+        continue;
+      }
+      plan.previous_attempts = sent;
+      ++sent;
+      ++h->running;
+      h->next_now = false;
+      if (sent > 1) st.CountHedge();
+      next = policy.hedging_delay < TimePoint::max() - loop.Now() ? loop.Now() + policy.hedging_delay
+                                                                  : TimePoint::max();
+      loop.Spawn(copy(self, &method, ctx, &request, plan, h, &policy));
+      continue;
+    }
+    if (h->running == 0 && (h->final || !more)) break;
+    // Wait for a copy's news, the next copy's time, or a TryCancel (the
+    // context reaches one copy at a time: the call cancels the rest).
+    Duration wait = kRetryCancelPoll;
+    if (more) wait = std::min(wait, next - loop.Now());
+    (void)co_await runtime::WithTimeout<bool>(loop, Woken(&h->wake), wait);
+    bool cancelled;
+    {
+      const std::shared_ptr<CancelState>& cs = CallAccess::cancel(*ctx);
+      MutexLock lock(&cs->mu);
+      cancelled = cs->cancelled;
+    }
+    if (cancelled && !h->final) {
+      h->final = Status(StatusCode::CANCELLED, "cancelled");
+      CancelOthers(*h, nullptr);
+    }
+  }
+  Status s = h->final ? *h->final : h->last;
+  if (!s.ok()) co_return s;
+  if (!h->reply) {
+    co_return Status(StatusCode::INTERNAL,
+                     "the server ended a unary call OK without a response message");
+  }
+  *response = std::move(*h->reply);
+  co_return s;
 }
 
 }  // namespace internal

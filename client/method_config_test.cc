@@ -163,13 +163,15 @@ TEST_F(MethodConfigTest, WaitForReadyFromTheConfigUnlessTheCallSaysOtherwise) {
 
 TEST_F(MethodConfigTest, AConfigRingrpcCannotHonourFailsEveryCallNamingTheField) {
   auto refused = WithConfig(server_->address(), R"({"methodConfig": [{"name": [{}],
-      "timeout": "5s", "hedgingPolicy": {"maxAttempts": 3, "hedgingDelay": "0.02s"}}]})");
+      "timeout": "5s", "hedgingPolicy": {"maxAttempts": 3, "hedgingDelay": "0.02s"},
+      "retryPolicy": {"maxAttempts": 2, "initialBackoff": "1s", "maxBackoff": "1s",
+                      "backoffMultiplier": 2, "retryableStatusCodes": ["UNAVAILABLE"]}}]})");
   EXPECT_EQ(refused->configuration_status().error_code(), StatusCode::INVALID_ARGUMENT);
   ClientContext ctx;
   EchoResponse resp;
   Status s = TestService::NewStub(refused)->Unary(&ctx, EchoRequest(), &resp);
   EXPECT_EQ(s.error_code(), StatusCode::INVALID_ARGUMENT);
-  EXPECT_THAT(s.error_message(), HasSubstr("methodConfig[0].hedgingPolicy"));
+  EXPECT_THAT(s.error_message(), HasSubstr("methodConfig[0].hedgingPolicy: cannot be set with retryPolicy"));
   auto recv_timeout = WithConfig(server_->address(), R"({"methodConfig": [{"name": [{}],
       "retryPolicy": {"maxAttempts": 2, "initialBackoff": "1s", "maxBackoff": "1s",
                       "backoffMultiplier": 2, "retryableStatusCodes": ["UNAVAILABLE"],

@@ -142,6 +142,8 @@ class ChannelState : public std::enable_shared_from_this<ChannelState> {
   void CountThrottledRetry() { throttled_retries_.fetch_add(1, std::memory_order_relaxed); }
   uint64_t retries() const { return retries_.load(std::memory_order_relaxed); }
   uint64_t throttled_retries() const { return throttled_retries_.load(std::memory_order_relaxed); }
+  void CountHedge() { hedges_.fetch_add(1, std::memory_order_relaxed); }
+  uint64_t hedges() const { return hedges_.load(std::memory_order_relaxed); }
   void CountTransparentRetry() { transparent_retries_.fetch_add(1, std::memory_order_relaxed); }
   uint64_t transparent_retries() const {
     return transparent_retries_.load(std::memory_order_relaxed);
@@ -170,6 +172,7 @@ class ChannelState : public std::enable_shared_from_this<ChannelState> {
   std::atomic<uint64_t> transparent_retries_{0};  // unary calls sent again (A6)
   std::atomic<uint64_t> retries_{0};              // retryPolicy attempts after the first
   std::atomic<uint64_t> throttled_retries_{0};    // retries retryThrottling stopped
+  std::atomic<uint64_t> hedges_{0};               // hedged copies after the first
   std::unique_ptr<RetryThrottle> retry_throttle_;
   bool health_checked_ = false;  // config_.HealthCheckService(), from Start
 

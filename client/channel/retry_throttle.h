@@ -38,6 +38,8 @@ class RetryThrottle {
                                           std::memory_order_relaxed)) {
     }
   }
+  // A hedged attempt after the first may be sent (tokens above half).
+  bool Allows() const { return tokens_.load(std::memory_order_relaxed) > max_ / 2; }
   int64_t tokens_milli() const { return tokens_.load(std::memory_order_relaxed); }
 
  private:

@@ -104,6 +104,9 @@ absl::StatusOr<Duration> ReadPositiveDuration(const json& obj, const char* key,
   return *d;
 }
 
+// A list of status codes (names in any case, or numbers), as a bit set.
+absl::StatusOr<uint32_t> ReadStatusCodes(const json& codes, const std::string& at);
+
 absl::StatusOr<RetryPolicy> ReadRetryPolicy(const json& p, const std::string& at) {
   if (!p.is_object()) return Error(at, "must be an object");
   RetryPolicy r;
@@ -127,8 +130,45 @@ absl::StatusOr<RetryPolicy> ReadRetryPolicy(const json& p, const std::string& at
   if (codes == p.end() || !codes->is_array() || codes->empty()) {
     return Error(at + ".retryableStatusCodes", "is required and must be a non-empty array");
   }
-  for (size_t i = 0; i < codes->size(); ++i) {
-    const json& c = (*codes)[i];
+  absl::StatusOr<uint32_t> retryable = ReadStatusCodes(*codes, at + ".retryableStatusCodes");
+  if (!retryable.ok()) return retryable.status();
+  r.retryable_codes = *retryable;
+  if (p.contains("perAttemptRecvTimeout")) {
+    return Error(at + ".perAttemptRecvTimeout", "is not implemented in ringrpc yet");
+  }
+  return r;
+}
+
+absl::StatusOr<HedgingPolicy> ReadHedgingPolicy(const json& p, const std::string& at) {
+  if (!p.is_object()) return Error(at, "must be an object");
+  HedgingPolicy h;
+  auto max = p.find("maxAttempts");
+  if (max == p.end() || !max->is_number_integer() || max->get<int64_t>() < 2) {
+    return Error(at + ".maxAttempts", "is required and must be an integer of at least 2");
+  }
+  h.max_attempts = static_cast<int>(std::min<int64_t>(max->get<int64_t>(), 5));
+  if (auto d = p.find("hedgingDelay"); d != p.end()) {
+    std::optional<Duration> delay =
+        d->is_string() ? ParseJsonDuration(d->get_ref<const std::string&>()) : std::nullopt;
+    if (!delay) {
+      return Error(at + ".hedgingDelay",
+                   absl::StrCat(d->dump(), " is not a duration (want e.g. \"0.02s\")"));
+    }
+    h.hedging_delay = *delay;
+  }
+  if (auto codes = p.find("nonFatalStatusCodes"); codes != p.end()) {
+    if (!codes->is_array()) return Error(at + ".nonFatalStatusCodes", "must be an array");
+    absl::StatusOr<uint32_t> non_fatal = ReadStatusCodes(*codes, at + ".nonFatalStatusCodes");
+    if (!non_fatal.ok()) return non_fatal.status();
+    h.non_fatal_codes = *non_fatal;
+  }
+  return h;
+}
+
+absl::StatusOr<uint32_t> ReadStatusCodes(const json& codes, const std::string& at) {
+  uint32_t set = 0;
+  for (size_t i = 0; i < codes.size(); ++i) {
+    const json& c = codes[i];
     int code = -1;
     if (c.is_number_integer() && c.get<int64_t>() >= 0 && c.get<int64_t>() <= 16) {
       code = static_cast<int>(c.get<int64_t>());
@@ -140,18 +180,12 @@ absl::StatusOr<RetryPolicy> ReadRetryPolicy(const json& p, const std::string& at
       }
     }
     if (code < 0) {
-      return Error(absl::StrCat(at, ".retryableStatusCodes[", i, "]"),
-                   absl::StrCat(c.dump(), " is not a status code"));
+      return Error(absl::StrCat(at, "[", i, "]"), absl::StrCat(c.dump(), " is not a status code"));
     }
-    if (code == 0) {
-      return Error(absl::StrCat(at, ".retryableStatusCodes[", i, "]"), "OK cannot be retried");
-    }
-    r.retryable_codes |= 1u << code;
+    if (code == 0) return Error(absl::StrCat(at, "[", i, "]"), "OK is not a failure");
+    set |= 1u << code;
   }
-  if (p.contains("perAttemptRecvTimeout")) {
-    return Error(at + ".perAttemptRecvTimeout", "is not implemented in ringrpc yet");
-  }
-  return r;
+  return set;
 }
 
 absl::Status ReadMethodConfigs(const json& j, const ServiceConfigOptions& options,
@@ -191,8 +225,13 @@ absl::Status ReadMethodConfigs(const json& j, const ServiceConfigOptions& option
       if (!r.ok()) return r.status();
       if (options.retries_enabled) mc.retry_policy = *r;
     }
-    if (entry.contains("hedgingPolicy")) {
-      return Error(at + ".hedgingPolicy", "hedging is not implemented in ringrpc yet");
+    if (auto p = entry.find("hedgingPolicy"); p != entry.end()) {
+      if (entry.contains("retryPolicy")) {
+        return Error(at + ".hedgingPolicy", "cannot be set with retryPolicy (gRFC A6: one or the other)");
+      }
+      absl::StatusOr<HedgingPolicy> h = ReadHedgingPolicy(*p, at + ".hedgingPolicy");
+      if (!h.ok()) return h.status();
+      if (options.retries_enabled) mc.hedging_policy = *h;
     }
     auto names = entry.find("name");
     if (names == entry.end()) continue;  // applies to no method

@@ -122,7 +122,16 @@ TEST(ServiceConfig, ProblemsAreNamedByTheirJsonPath) {
           "retryableStatusCodes": []}}]})",
        "methodConfig[0].retryPolicy.retryableStatusCodes: is required and must be a non-empty"},
       {R"({"methodConfig": [{"name": [{"service": "a.B"}], "hedgingPolicy": {}}]})",
-       "methodConfig[0].hedgingPolicy: hedging is not implemented"},
+       "methodConfig[0].hedgingPolicy.maxAttempts: is required"},
+      {R"({"methodConfig": [{"hedgingPolicy": {"maxAttempts": 2, "hedgingDelay": "1"}}]})",
+       "methodConfig[0].hedgingPolicy.hedgingDelay: \"1\" is not a duration"},
+      {R"({"methodConfig": [{"hedgingPolicy": {"maxAttempts": 2,
+           "nonFatalStatusCodes": ["UNAVAILABLE", "NOPE"]}}]})",
+       "methodConfig[0].hedgingPolicy.nonFatalStatusCodes[1]: \"NOPE\" is not a status code"},
+      {R"({"methodConfig": [{"hedgingPolicy": {"maxAttempts": 2},
+           "retryPolicy": {"maxAttempts": 2, "initialBackoff": "1s", "maxBackoff": "1s",
+                           "backoffMultiplier": 2, "retryableStatusCodes": [14]}}]})",
+       "methodConfig[0].hedgingPolicy: cannot be set with retryPolicy"},
       {R"({"retryThrottling": {"maxTokens": 1001, "tokenRatio": 0.1}})",
        "retryThrottling.maxTokens: is required and must be in (0, 1000]"},
       {R"({"retryThrottling": {"maxTokens": 10}})",
@@ -179,6 +188,31 @@ TEST(RetryThrottle, TakesATokenPerFailureAndStopsAtHalf) {
   EXPECT_EQ(t.tokens_milli(), 4000);  // never above max
   for (int i = 0; i < 10; ++i) t.RecordFailure();
   EXPECT_EQ(t.tokens_milli(), 0);  // never below zero
+}
+
+TEST(ServiceConfig, HedgingPolicyAsA6SaysIt) {
+  absl::StatusOr<ServiceConfig> sc = ParseServiceConfig(R"({"methodConfig": [{"name": [{}],
+      "hedgingPolicy": {"maxAttempts": 9, "hedgingDelay": "0.02s",
+                        "nonFatalStatusCodes": ["unavailable", 4]}}]})");
+  ASSERT_TRUE(sc.ok()) << sc.status();
+  const MethodConfig* mc = sc->Find("/a.B/C");
+  ASSERT_NE(mc, nullptr);
+  ASSERT_TRUE(mc->hedging_policy.has_value());
+  EXPECT_EQ(mc->hedging_policy->max_attempts, 5);  // capped, as gRPC does
+  EXPECT_EQ(mc->hedging_policy->hedging_delay, milliseconds(20));
+  EXPECT_TRUE(mc->hedging_policy->NonFatal(14));
+  EXPECT_TRUE(mc->hedging_policy->NonFatal(4));
+  EXPECT_FALSE(mc->hedging_policy->NonFatal(13));
+  // No delay: every copy at once; no codes: every failure is fatal.
+  sc = ParseServiceConfig(R"({"methodConfig": [{"name": [{}], "hedgingPolicy": {"maxAttempts": 3}}]})");
+  ASSERT_TRUE(sc.ok()) << sc.status();
+  EXPECT_EQ(sc->Find("/a.B/C")->hedging_policy->hedging_delay, Duration::zero());
+  EXPECT_EQ(sc->Find("/a.B/C")->hedging_policy->non_fatal_codes, 0u);
+  // Retries off: ignored, as grpc++ ignores it.
+  sc = ParseServiceConfig(R"({"methodConfig": [{"name": [{}], "hedgingPolicy": {"maxAttempts": 3}}]})",
+                          {.retries_enabled = false});
+  ASSERT_TRUE(sc.ok()) << sc.status();
+  EXPECT_FALSE(sc->Find("/a.B/C")->hedging_policy.has_value());
 }
 
 TEST(ServiceConfig, RetryFieldsAreIgnoredWhenRetriesAreOffAsGrpcDoes) {

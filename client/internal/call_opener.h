@@ -41,6 +41,9 @@ class CallOpener {
     bool method_config_known = false;
     const channel::MethodConfig* method_config = nullptr;  // null: none
     channel::MethodRow* metrics_row = nullptr;             // null: look it up
+    // A hedged attempt: set once the call needs it no more (another
+    // attempt answered); it stops trying to open (within kAbandonPoll).
+    const bool* abandoned = nullptr;
   };
   // `method` must outlive the task (callers await it at once). One
   // attempt, recorded in the channel's call metrics; with `whole_call` its
@@ -71,6 +74,12 @@ class CallOpener {
                                     const std::string& method, ClientContext* ctx,
                                     std::string request, std::string* response,
                                     channel::MethodRow* metrics_row);
+  // Unary's attempts under a hedgingPolicy (A6): copies sent
+  // hedgingDelay apart, the first answer wins.
+  static Task<Status> UnaryHedged(std::shared_ptr<channel::ChannelState> self,
+                                  const std::string& method, ClientContext* ctx,
+                                  std::string request, std::string* response,
+                                  const AttemptPlan& plan);
   // Cancel() from any thread reaches the call on its loop from now on (or
   // cancels it at once if it came first).
   static void RegisterCancel(ClientCall::Impl& impl);

@@ -17,6 +17,7 @@
 #include <iterator>
 #include <map>
 #include <optional>
+#include <random>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -71,6 +72,17 @@ grpc::WriteOptions StreamWriteOptions(ServerContext* ctx, int i) {
 
 // --unary_delay_ms=N: every Unary call takes N ms more (a slow backend).
 int unary_delay_ms = 0;
+// --slow_percent=P --slow_ms=M: P% of Unary calls, drawn at random, take
+// M ms more (a latency tail).
+int slow_percent = 0;
+int slow_ms = 0;
+
+bool DrawSlow() {
+  static std::mutex mu;
+  static std::mt19937 rng(std::random_device{}());
+  std::lock_guard<std::mutex> lock(mu);
+  return std::uniform_int_distribution<int>(0, 99)(rng) < slow_percent;
+}
 
 // --require_token=T: every call must carry "authorization: Bearer T".
 std::string required_token;
@@ -141,6 +153,9 @@ class Service final : public ringrpc::test::TestService::Service {
     EchoMetadata(ctx);
     SetHealth(ctx);
     if (std::optional<Status> failed = FailOnPurpose(ctx)) return *failed;
+    if (slow_percent > 0 && DrawSlow() && !SleepWatching(ctx, slow_ms)) {
+      return Status(grpc::StatusCode::CANCELLED, "cancelled");
+    }
     if (unary_delay_ms > 0 && !SleepWatching(ctx, unary_delay_ms)) {
       return Status(grpc::StatusCode::CANCELLED, "cancelled");
     }
@@ -242,6 +257,8 @@ int main(int argc, char** argv) {
   std::string health_serving;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--health") == 0) with_health = true;
+    if (std::strncmp(argv[i], "--slow_percent=", 15) == 0) slow_percent = std::atoi(argv[i] + 15);
+    if (std::strncmp(argv[i], "--slow_ms=", 10) == 0) slow_ms = std::atoi(argv[i] + 10);
     if (std::strncmp(argv[i], "--health_serving=", 17) == 0) health_serving = argv[i] + 17;
     if (std::strcmp(argv[i], "--no_gzip") == 0) no_gzip = true;
     if (std::strncmp(argv[i], "--require_token=", 16) == 0) required_token = argv[i] + 16;
