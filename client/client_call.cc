@@ -154,7 +154,60 @@ struct ClientCall::Impl final : transport::Call::EndObserver {
   bool outstanding_counted = false;
   size_t thread = 0;
 
+  // A stream that may still be sent again (gRFC A6: a retryPolicy, or the
+  // transparent retry of a stream the server never saw); null for unary
+  // attempts and hedged copies, whose callers retry them. Loop thread only.
+  struct Replay {
+    const channel::RetryPolicy* policy = nullptr;  // null: transparent only
+    std::string method;
+    internal::CallOpener::AttemptPlan plan;  // the call's deadline, config, row
+    // What was written, as sent (after interceptors), until committed.
+    std::vector<std::pair<std::string, bool>> sent;
+    size_t sent_bytes = 0;
+    size_t limit = 0;  // grpc.per_rpc_retry_buffer_size
+    bool writes_done = false;
+    bool committed = false;
+    bool cancelled = false;  // ClientCall::Cancel: never again
+    bool transparent_used = false;
+    bool opening = false;     // the next attempt is being opened
+    uint64_t generation = 0;  // bumped by each new attempt
+    int attempts = 1;         // the policy's, the current one included
+    Duration backoff{};
+    TimePoint call_start;
+    std::optional<Status> failure;  // the next attempt could not open: why
+    bool call_end_recorded = false;
+  };
+  std::unique_ptr<Replay> replay;
+
+  // Keeps a written message for a replay, unless committed; over the
+  // buffer's limit the call commits (as grpc++ does).
+  void Remember(std::string_view m, bool compress) {
+    if (replay == nullptr || replay->committed) return;
+    replay->sent_bytes += m.size();
+    if (replay->sent_bytes > replay->limit) {
+      Commit();
+      return;
+    }
+    replay->sent.emplace_back(std::string(m), compress);
+  }
+  void Commit() {
+    if (replay == nullptr || replay->committed) return;
+    replay->committed = true;
+    replay->sent.clear();
+    replay->sent.shrink_to_fit();
+  }
+  // A retried stream's call end, with the status its caller gets.
+  void RecordCallEnd(StatusCode code) {
+    if (replay == nullptr || replay->call_end_recorded || metrics == nullptr) return;
+    replay->call_end_recorded = true;
+    metrics->CallEnded(metrics_row, code, Clock::now() - replay->call_start);
+  }
+
   ~Impl() {
+    if (replay != nullptr && call != nullptr) {
+      RecordCallEnd(call->finished() ? static_cast<StatusCode>(call->status()->code())
+                                     : StatusCode::CANCELLED);
+    }
     if (outstanding_counted) channel->CallEnded(thread, sc.get());
     if (cancel_state != nullptr) {
       MutexLock lock(&cancel_state->mu);
@@ -182,13 +235,33 @@ Task<Status> ClientCall::Write(std::string_view message, bool compress) {
   auto wrap = [](Task<absl::Status> t) -> Task<Status> {
     co_return Status::FromAbsl(co_await std::move(t));
   };
-  if (impl_->interceptors == nullptr) return wrap(impl_->call->Write(message, compress));
-  std::string m(message);
-  if (Status s = impl_->interceptors->PreSendMessage(m); !s.ok()) {
-    impl_->Fail(s);
-    return [](Status s) -> Task<Status> { co_return s; }(s);
+  if (impl_->interceptors == nullptr && impl_->replay == nullptr) {
+    return wrap(impl_->call->Write(message, compress));
   }
-  return wrap(impl_->call->Write(m, compress));  // the bytes are taken before this returns
+  std::string m(message);
+  if (impl_->interceptors != nullptr) {
+    if (Status s = impl_->interceptors->PreSendMessage(m); !s.ok()) {
+      impl_->Fail(s);
+      return [](Status s) -> Task<Status> { co_return s; }(s);
+    }
+  }
+  if (impl_->replay == nullptr) {
+    return wrap(impl_->call->Write(m, compress));  // the bytes are taken before this returns
+  }
+  impl_->Remember(m, compress);
+  // A write that finds the attempt ended before the call committed goes
+  // out again with the next attempt's replay.
+  return [](Impl* impl, std::string m, bool compress) -> Task<Status> {
+    for (;;) {
+      const uint64_t generation = impl->replay->generation;
+      absl::Status s = co_await impl->call->Write(m, compress);
+      if (s.ok()) co_return Status();
+      if (!co_await internal::CallOpener::NextStreamAttempt(impl, generation)) {
+        co_return Status::FromAbsl(s);
+      }
+      co_return Status();  // replayed with the new attempt
+    }
+  }(impl_.get(), std::move(m), compress);
 }
 bool ClientCall::never_sent() const { return impl_->call->never_sent(); }
 void ClientCall::WritesDone() {
@@ -198,13 +271,24 @@ void ClientCall::WritesDone() {
       return;
     }
   }
+  if (impl_->replay != nullptr) impl_->replay->writes_done = true;
   impl_->call->WritesDone();
 }
 Task<std::optional<std::string>> ClientCall::Read() {
-  if (impl_->interceptors == nullptr) return impl_->call->Read();
+  if (impl_->interceptors == nullptr && impl_->replay == nullptr) return impl_->call->Read();
   return [](Impl* impl) -> Task<std::optional<std::string>> {
-    std::optional<std::string> m = co_await impl->call->Read();
+    std::optional<std::string> m;
+    for (;;) {
+      const uint64_t generation = impl->replay != nullptr ? impl->replay->generation : 0;
+      m = co_await impl->call->Read();
+      if (m || impl->replay == nullptr ||
+          !co_await internal::CallOpener::NextStreamAttempt(impl, generation)) {
+        break;
+      }
+    }
     if (!m) co_return m;
+    impl->Commit();  // a message came: the server has the call
+    if (impl->interceptors == nullptr) co_return m;
     Status s = impl->interceptors->PostRecvInitialMetadata(impl->call->initial_metadata());
     if (s.ok()) s = impl->interceptors->PostRecvMessage(*m);
     if (!s.ok()) {
@@ -216,6 +300,10 @@ Task<std::optional<std::string>> ClientCall::Read() {
 }
 void ClientCall::Cancel() {
   if (impl_->interceptors != nullptr) impl_->interceptors->PreSendCancel();
+  if (impl_->replay != nullptr) {
+    impl_->Commit();
+    impl_->replay->cancelled = true;  // an attempt being opened is cancelled too
+  }
   impl_->call->Cancel();
 }
 
@@ -229,7 +317,14 @@ bool ClientCall::OnItsThread() const { return runtime::EventLoop::Current() == i
 bool ClientCall::OnChannelThread() const { return impl_->channel->CurrentIndex().has_value(); }
 
 Task<bool> ClientCall::ReadInitialMetadata() {
-  co_await impl_->call->WaitForInitialMetadata();
+  for (;;) {
+    const uint64_t generation = impl_->replay != nullptr ? impl_->replay->generation : 0;
+    co_await impl_->call->WaitForInitialMetadata();
+    if (impl_->call->initial_metadata_received() || impl_->replay == nullptr ||
+        !co_await internal::CallOpener::NextStreamAttempt(impl_.get(), generation)) {
+      break;
+    }
+  }
   co_return PublishInitialMetadata();
 }
 
@@ -246,7 +341,14 @@ bool ClientCall::PublishInitialMetadata() {
 }
 
 Task<Status> ClientCall::Finish() {
-  (void)co_await impl_->call->Finish();  // FinishNow() reads the status
+  for (;;) {
+    const uint64_t generation = impl_->replay != nullptr ? impl_->replay->generation : 0;
+    (void)co_await impl_->call->Finish();  // FinishNow() reads the status
+    if (impl_->replay == nullptr ||
+        !co_await internal::CallOpener::NextStreamAttempt(impl_.get(), generation)) {
+      break;
+    }
+  }
   co_return FinishNow();
 }
 
@@ -255,6 +357,14 @@ bool ClientCall::finished() const { return impl_->call->finished(); }
 Status ClientCall::FinishNow() {
   internal::CallAccess::SetResults(*impl_->ctx, *impl_->call, impl_->call->trailing_metadata(),
                                    impl_->sc->record->name());
+  if (impl_->replay != nullptr) {
+    Status s = impl_->replay->failure
+                   ? *impl_->replay->failure
+                   : Status::FromAbsl(*impl_->call->status(),
+                                      impl_->call->status_details().value_or(""));
+    impl_->RecordCallEnd(s.error_code());
+    if (impl_->interceptors == nullptr || impl_->replay->failure) return s;
+  }
   if (impl_->interceptors == nullptr) {
     return Status::FromAbsl(*impl_->call->status(), impl_->call->status_details().value_or(""));
   }
@@ -273,12 +383,16 @@ Status ClientCall::FinishNow() {
 }
 
 Status ClientCall::WriteNow(std::string_view message) {
-  if (impl_->interceptors == nullptr) return Status::FromAbsl(impl_->call->Enqueue(message));
+  if (impl_->interceptors == nullptr) {
+    impl_->Remember(message, true);
+    return Status::FromAbsl(impl_->call->Enqueue(message));
+  }
   std::string m(message);
   if (Status s = impl_->interceptors->PreSendMessage(m); !s.ok()) {
     impl_->Fail(s);
     return s;
   }
+  impl_->Remember(m, true);
   return Status::FromAbsl(impl_->call->Enqueue(m));
 }
 
@@ -504,7 +618,12 @@ Task<std::unique_ptr<ClientCall>> CallOpener::Open(
   impl.metrics = metrics;
   impl.metrics_row = row;
   impl.attempt_start = start;
-  impl.whole_call = whole_call;
+  // A stream that may be retried records its call end itself, once.
+  impl.whole_call = whole_call && impl.replay == nullptr;
+  if (impl.replay != nullptr) {
+    impl.replay->plan.metrics_row = row;
+    impl.replay->call_start = start;
+  }
   impl.call->set_end_observer(&impl);
   if (impl.call->finished()) impl.OnCallEnd(*impl.call);  // ended while it opened
   co_return call;
@@ -630,6 +749,23 @@ Task<std::unique_ptr<ClientCall>> CallOpener::OpenAttempt(
       impl->outstanding_counted = true;
       impl->thread = a.index;
     }
+    // A stream opened by its caller (no plan: not a unary attempt or a
+    // hedged copy) may be sent again until committed: by the method's
+    // retryPolicy, and once transparently if the server never saw it.
+    if (plan == nullptr && st.config().enable_retries) {
+      auto r = std::make_unique<ClientCall::Impl::Replay>();
+      r->policy = mc != nullptr && mc->retry_policy ? &*mc->retry_policy : nullptr;
+      r->method = method;
+      r->plan = AttemptPlan{.deadline = a.deadline == TimePoint::max()
+                                            ? std::nullopt
+                                            : std::optional<TimePoint>(a.deadline),
+                            .method_config_known = true,
+                            .method_config = mc};
+      r->limit = st.config().per_rpc_retry_buffer_size;
+      r->backoff = r->policy != nullptr ? r->policy->initial_backoff : Duration::zero();
+      r->call_start = Clock::now();
+      impl->replay = std::move(r);
+    }
     RegisterCancel(*impl);
     *out = Status();
     co_return std::unique_ptr<ClientCall>(new ClientCall(std::move(impl)));
@@ -686,6 +822,22 @@ Duration Jittered(Duration cap) {
   const double ns = static_cast<double>(cap.count()) * u(rng);
   return ns >= static_cast<double>(cap.count()) ? cap
                                                  : Duration(static_cast<Duration::rep>(ns));
+}
+
+// A6's backoff after one more failed attempt: multiplied, capped at
+// maxBackoff; grown in double seconds so that a multiplier on a huge
+// maxBackoff cannot overflow the nanosecond count.
+Duration GrowBackoff(const channel::RetryPolicy& policy, Duration backoff) {
+  const double next = std::chrono::duration<double>(backoff).count() * policy.backoff_multiplier;
+  return next >= std::chrono::duration<double>(policy.max_backoff).count()
+             ? policy.max_backoff
+             : std::chrono::duration_cast<Duration>(std::chrono::duration<double>(next));
+}
+
+bool Cancelled(const ClientContext& ctx) {
+  const std::shared_ptr<CancelState>& cs = CallAccess::cancel(ctx);
+  MutexLock lock(&cs->mu);
+  return cs->cancelled;
 }
 
 }  // namespace
@@ -773,12 +925,7 @@ Task<Status> CallOpener::UnaryAttempts(std::shared_ptr<channel::ChannelState> se
       backoff = policy->initial_backoff;
     } else {
       delay = Jittered(backoff);
-      // Grown in double seconds: a multiplier on a huge maxBackoff must not
-      // overflow the nanosecond count.
-      const double next = std::chrono::duration<double>(backoff).count() * policy->backoff_multiplier;
-      backoff = next >= std::chrono::duration<double>(policy->max_backoff).count()
-                    ? policy->max_backoff
-                    : std::chrono::duration_cast<Duration>(std::chrono::duration<double>(next));
+      backoff = GrowBackoff(*policy, backoff);
     }
     call.reset();
     // The wait, bounded by the deadline and watching for TryCancel.
@@ -790,13 +937,7 @@ Task<Status> CallOpener::UnaryAttempts(std::shared_ptr<channel::ChannelState> se
           std::min(std::min(until, plan.deadline.value_or(TimePoint::max())),
                    loop->Now() + kRetryCancelPoll);
       co_await SleepUntil(*loop, wake);
-      bool cancelled;
-      {
-        const std::shared_ptr<CancelState>& cs = CallAccess::cancel(*ctx);
-        MutexLock lock(&cs->mu);
-        cancelled = cs->cancelled;
-      }
-      if (cancelled) {
+      if (Cancelled(*ctx)) {
         co_return Status(StatusCode::CANCELLED, "cancelled while waiting to retry");
       }
       if (plan.deadline && loop->Now() >= *plan.deadline) {
@@ -808,6 +949,105 @@ Task<Status> CallOpener::UnaryAttempts(std::shared_ptr<channel::ChannelState> se
     ++attempt;
     st.CountRetry();
   }
+}
+
+Task<bool> CallOpener::NextStreamAttempt(ClientCall::Impl* impl, uint64_t generation) {
+  ClientCall::Impl::Replay& r = *impl->replay;
+  runtime::EventLoop& loop = *impl->loop;
+  // Another operation of the call is opening the next attempt: wait for it.
+  while (r.opening) co_await SleepUntil(loop, loop.Now() + std::chrono::milliseconds(1));
+  if (r.generation != generation) co_return true;  // already on the next attempt
+  const transport::Call& ended = *impl->call;
+  // Committed: the server answered (its headers), the call ended OK, the
+  // caller or an interceptor ended it, or its buffer overflowed.
+  if (r.committed || r.cancelled || impl->failed || !ended.finished() || ended.status()->ok() ||
+      ended.initial_metadata_received()) {
+    impl->Commit();
+    co_return false;
+  }
+  ChannelState& st = *impl->channel;
+  // Never processed by the server (GOAWAY above it, REFUSED_STREAM): sent
+  // again once at once, whatever the policy (A6's transparent retry).
+  const bool transparent = ended.never_sent() && !r.transparent_used;
+  Duration delay = Duration::zero();
+  if (!transparent) {
+    if (r.policy == nullptr || !r.policy->Retryable(static_cast<int>(ended.status()->code()))) {
+      impl->Commit();
+      co_return false;
+    }
+    if (st.retry_throttle() != nullptr && !st.retry_throttle()->RecordFailure()) {
+      st.CountThrottledRetry();
+      impl->Commit();
+      co_return false;
+    }
+    const std::optional<int64_t> pushback = Pushback(ended.trailing_metadata());
+    if (r.attempts >= r.policy->max_attempts || (pushback && *pushback < 0)) {
+      impl->Commit();
+      co_return false;
+    }
+    if (pushback) {
+      delay = std::chrono::milliseconds(*pushback);
+      r.backoff = r.policy->initial_backoff;
+    } else {
+      delay = Jittered(r.backoff);
+      r.backoff = GrowBackoff(*r.policy, r.backoff);
+    }
+  }
+  r.opening = true;
+  // The wait, bounded by the deadline and watching for cancellation.
+  const TimePoint deadline = r.plan.deadline.value_or(TimePoint::max());
+  const TimePoint until =
+      delay < TimePoint::max() - loop.Now() ? loop.Now() + delay : TimePoint::max();
+  while (loop.Now() < until) {
+    co_await SleepUntil(loop, std::min(std::min(until, deadline), loop.Now() + kRetryCancelPoll));
+    if (r.cancelled || Cancelled(*impl->ctx)) {
+      r.failure = Status(StatusCode::CANCELLED, "cancelled while waiting to retry");
+    } else if (loop.Now() >= deadline) {
+      r.failure = Status(StatusCode::DEADLINE_EXCEEDED,
+                         absl::StrCat("deadline exceeded while waiting to retry; last attempt: ",
+                                      ended.status()->message()));
+    }
+    if (r.failure) {
+      r.opening = false;
+      impl->Commit();
+      co_return false;
+    }
+  }
+  if (!transparent) r.plan.previous_attempts = r.attempts;
+  Status out;
+  std::unique_ptr<ClientCall> next =
+      co_await Open(impl->channel, r.method, impl->ctx, &out, false, &r.plan);
+  r.opening = false;
+  if (next == nullptr) {
+    r.failure = std::move(out);
+    impl->Commit();
+    co_return false;
+  }
+  // The new attempt takes the call's place (its stream, lease, address,
+  // interceptors and cancel registration); the old one leaves with `next`.
+  ClientCall::Impl& fresh = *next->impl_;
+  std::swap(impl->sc, fresh.sc);
+  std::swap(impl->lease, fresh.lease);
+  std::swap(impl->call, fresh.call);
+  std::swap(impl->interceptors, fresh.interceptors);
+  std::swap(impl->alive, fresh.alive);
+  std::swap(impl->outstanding_counted, fresh.outstanding_counted);
+  std::swap(impl->thread, fresh.thread);
+  std::swap(impl->attempt_start, fresh.attempt_start);
+  if (fresh.metrics != nullptr) impl->call->set_end_observer(impl);
+  for (const auto& [m, compress] : r.sent) (void)impl->call->Enqueue(m, compress);
+  if (r.writes_done) impl->call->WritesDone();
+  if (r.cancelled) impl->call->Cancel();  // ClientCall::Cancel came while it opened
+  if (transparent) {
+    r.transparent_used = true;
+    st.CountTransparentRetry();
+  } else {
+    ++r.attempts;
+    st.CountRetry();
+  }
+  ++r.generation;
+  next.reset();
+  co_return true;
 }
 
 namespace {
@@ -942,13 +1182,7 @@ Task<Status> CallOpener::UnaryHedged(std::shared_ptr<channel::ChannelState> self
     Duration wait = kRetryCancelPoll;
     if (more) wait = std::min(wait, next - loop.Now());
     (void)co_await runtime::WithTimeout<bool>(loop, Woken(&h->wake), wait);
-    bool cancelled;
-    {
-      const std::shared_ptr<CancelState>& cs = CallAccess::cancel(*ctx);
-      MutexLock lock(&cs->mu);
-      cancelled = cs->cancelled;
-    }
-    if (cancelled && !h->final) {
+    if (Cancelled(*ctx) && !h->final) {
       h->final = Status(StatusCode::CANCELLED, "cancelled");
       CancelOthers(*h, nullptr);
     }

@@ -45,6 +45,11 @@ class CallOpener {
     // attempt answered); it stops trying to open (within kAbandonPoll).
     const bool* abandoned = nullptr;
   };
+  // A stream's retry (gRFC A6, and the transparent one): after an
+  // operation on attempt `generation` found the call ended, opens the next
+  // attempt, replays what was sent and swaps it in. False: no retry (the
+  // call is committed; its status stands).
+  static Task<bool> NextStreamAttempt(ClientCall::Impl* impl, uint64_t generation);
   // `method` must outlive the task (callers await it at once). One
   // attempt, recorded in the channel's call metrics; with `whole_call` its
   // end is the call's end too (a stream; Unary records its call itself).
