@@ -611,6 +611,64 @@ TEST(Channel, RetriesDisabledMeansNotEvenTheTransparentOne) {
   EXPECT_THAT(ch->MetricsText(), HasSubstr("ringrpc_transparent_retries_total 0\n"));
 }
 
+// A server stream of `count` messages opened on a CQ thread: its status,
+// and the messages read.
+Status ServerStream(Channel& ch, int count, int* read) {
+  std::promise<Status> done;
+  ch.Spawn([](Channel* ch, int count, int* read, std::promise<Status>* done) -> Task<void> {
+    ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    Status s;
+    std::unique_ptr<ClientCall> call =
+        co_await ch->Open("/ringrpc.test.TestService/ServerStream", &ctx, &s);
+    if (call == nullptr) {
+      done->set_value(s);
+      co_return;
+    }
+    EchoRequest req;
+    req.set_count(count);
+    (void)co_await call->Write(req.SerializeAsString());
+    call->WritesDone();
+    for (;;) {
+      std::optional<std::string> m = co_await call->Read();
+      if (!m) break;
+      ++*read;
+    }
+    done->set_value(co_await call->Finish());
+  }(&ch, count, read, &done));
+  return done.get_future().get();
+}
+
+TEST(Channel, AStreamTheServerNeverProcessedIsSentAgainOnlyOnce) {
+  auto refusing = RefusingServer();
+  auto ch = CreateChannel(refusing->address(), InsecureChannelCredentials());
+  int read = 0;
+  Status s = ServerStream(*ch, 2, &read);
+  EXPECT_EQ(s.error_code(), StatusCode::UNAVAILABLE) << s.ToString();
+  EXPECT_EQ(read, 0);
+  EXPECT_EQ(refusing->accepts(), 2u) << "one transparent retry, on a new connection";
+  EXPECT_THAT(ch->MetricsText(), HasSubstr("ringrpc_transparent_retries_total 1\n"));
+}
+
+TEST(Channel, StreamsRefusedByOneBackendSucceedOnAnother) {
+  auto refusing = RefusingServer();
+  auto good = StartServer();
+  ChannelArguments args;
+  args.SetLoadBalancingPolicyName("round_robin");
+  auto ch = CreateCustomChannel(
+      absl::StrCat("ipv4:", refusing->address(), ",", good->address()),
+      InsecureChannelCredentials(), args);
+  for (int i = 0; i < 4; ++i) {
+    int read = 0;
+    Status s = ServerStream(*ch, 3, &read);
+    ASSERT_TRUE(s.ok()) << i << ": " << s.ToString();
+    EXPECT_EQ(read, 3);
+  }
+  EXPECT_GE(refusing->accepts(), 1u);
+  EXPECT_EQ(ServerCalls(*good), 4);
+  EXPECT_THAT(ch->MetricsText(), ::testing::Not(HasSubstr("ringrpc_transparent_retries_total 0\n")));
+}
+
 TEST(Channel, CallsRefusedByOneBackendSucceedOnAnother) {
   auto refusing = RefusingServer();
   auto good = StartServer();

@@ -3,12 +3,15 @@
 // x-call-key; tests/server/test_server.cc): retryable and not, attempts
 // running out, server pushback, the deadline bounding the backoff,
 // throttling that stops retries after a burst of failures and recovers,
-// and grpc.enable_retries=0.
+// and grpc.enable_retries=0. Then streams: server, client and bidi streams
+// retried with their messages replayed (blocking and callback forms), and
+// committed by the server's headers or by the retry buffer's limit.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <chrono>
+#include <future>
 #include <memory>
 #include <string>
 #include <thread>
@@ -208,6 +211,179 @@ TEST_F(RetryTest, RetriesOffMeansTheFirstFailureEndsTheCall) {
   ClientContext ctx;
   EXPECT_EQ(Call(*ch, 1, &ctx).error_code(), StatusCode::UNAVAILABLE);
   EXPECT_THAT(ch->MetricsText(), HasSubstr("ringrpc_retries_total 0\n"));
+}
+
+// ---- streams ---------------------------------------------------------------------------
+
+void FailFirst(ClientContext* ctx, const std::string& key, int fail) {
+  ctx->AddMetadata("x-call-key", key);
+  ctx->AddMetadata("x-fail-attempts", std::to_string(fail));
+}
+
+TEST_F(RetryTest, AServerStreamIsRetriedAndItsMessagesArriveOnce) {
+  auto ch = Make(Policy(3));
+  ClientContext ctx;
+  FailFirst(&ctx, "server-stream", 2);
+  EchoRequest req;
+  req.set_count(3);
+  req.set_response_size(4);
+  auto reader = TestService::NewStub(ch)->ServerStream(&ctx, req);
+  EchoResponse r;
+  int n = 0;
+  while (reader->Read(&r)) {
+    EXPECT_EQ(r.payload(), "ssss");
+    EXPECT_EQ(r.count(), n);
+    ++n;
+  }
+  Status s = reader->Finish();
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(n, 3);
+  EXPECT_EQ(Md(ctx.GetServerInitialMetadata(), "x-attempt"), "2");
+  EXPECT_EQ(Md(ctx.GetServerInitialMetadata(), "x-previous-attempts"), "2");
+  EXPECT_THAT(ch->MetricsText(), HasSubstr("ringrpc_retries_total 2\n"));
+  CallMetricsSnapshot m = ch->CallMetrics();
+  ASSERT_EQ(m.started.size(), 1u);
+  EXPECT_EQ(m.started[0].attempts, 3u);
+  uint64_t calls = 0;
+  for (const auto& e : m.ended) calls += e.call_duration_seconds.count;
+  EXPECT_EQ(calls, 1u) << "three attempts, one call";
+}
+
+TEST_F(RetryTest, AClientStreamIsReplayedWholeOnTheNextAttempt) {
+  auto ch = Make(Policy(3));
+  ClientContext ctx;
+  FailFirst(&ctx, "client-stream", 1);
+  EchoResponse resp;
+  auto writer = TestService::NewStub(ch)->ClientStream(&ctx, &resp);
+  EchoRequest req;
+  req.set_payload("abc");
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(writer->Write(req));
+  writer->WritesDone();
+  Status s = writer->Finish();
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(resp.count(), 3);
+  EXPECT_EQ(resp.total_bytes(), 9);
+  EXPECT_EQ(Md(ctx.GetServerInitialMetadata(), "x-previous-attempts"), "1");
+  EXPECT_THAT(ch->MetricsText(), HasSubstr("ringrpc_retries_total 1\n"));
+}
+
+TEST_F(RetryTest, AClientStreamLargerThanTheRetryBufferIsCommitted) {
+  ChannelArguments args;
+  args.SetInt("grpc.per_rpc_retry_buffer_size", 100);
+  auto ch = Make(Policy(3), args);
+  ClientContext ctx;
+  FailFirst(&ctx, "big-client-stream", 1);
+  EchoResponse resp;
+  auto writer = TestService::NewStub(ch)->ClientStream(&ctx, &resp);
+  EchoRequest req;
+  req.set_payload(std::string(64, 'x'));
+  for (int i = 0; i < 3; ++i) (void)writer->Write(req);  // the call may end meanwhile
+  writer->WritesDone();
+  Status s = writer->Finish();
+  EXPECT_EQ(s.error_code(), StatusCode::UNAVAILABLE);
+  EXPECT_THAT(s.error_message(), HasSubstr("attempt 0 failed on purpose"));
+  EXPECT_THAT(ch->MetricsText(), HasSubstr("ringrpc_retries_total 0\n"));
+}
+
+TEST_F(RetryTest, AStreamWhoseServerSentHeadersIsCommitted) {
+  auto ch = Make(Policy(3));
+  ClientContext ctx;
+  ctx.AddMetadata("x-fail-after-headers", "1");
+  EchoRequest req;
+  req.set_count(1);
+  auto reader = TestService::NewStub(ch)->ServerStream(&ctx, req);
+  EchoResponse r;
+  EXPECT_FALSE(reader->Read(&r));
+  Status s = reader->Finish();
+  EXPECT_EQ(s.error_code(), StatusCode::UNAVAILABLE);
+  EXPECT_THAT(s.error_message(), HasSubstr("failed after sending headers"));
+  EXPECT_THAT(ch->MetricsText(), HasSubstr("ringrpc_retries_total 0\n"));
+}
+
+TEST_F(RetryTest, ABidiStreamIsRetriedBeforeTheServerAnswers) {
+  auto ch = Make(Policy(2));
+  ClientContext ctx;
+  FailFirst(&ctx, "bidi", 1);
+  auto stream = TestService::NewStub(ch)->Bidi(&ctx);
+  EchoRequest req;
+  for (const char* p : {"one", "two"}) {
+    req.set_payload(p);
+    (void)stream->Write(req);
+  }
+  stream->WritesDone();
+  std::vector<std::string> got;
+  EchoResponse r;
+  while (stream->Read(&r)) got.push_back(r.payload());
+  Status s = stream->Finish();
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(got, (std::vector<std::string>{"one", "two"}));
+  EXPECT_THAT(ch->MetricsText(), HasSubstr("ringrpc_retries_total 1\n"));
+}
+
+// The callback form: reads, writes and the finisher wait on the attempt
+// at the same time; all of them move to the next one.
+class BidiPair final : public ClientBidiReactor<EchoRequest, EchoResponse> {
+ public:
+  BidiPair(TestService::Stub* stub, ClientContext* ctx) {
+    first_.set_payload("first");
+    second_.set_payload("second");
+    stub->async()->Bidi(ctx, this);
+    StartRead(&resp_);
+    StartWrite(&first_);
+    StartCall();
+  }
+  void OnWriteDone(bool ok) override {
+    if (ok && ++writes_ == 1) StartWriteLast(&second_, WriteOptions());
+  }
+  void OnReadDone(bool ok) override {
+    if (!ok) return;
+    got_.push_back(resp_.payload());
+    StartRead(&resp_);
+  }
+  void OnDone(const Status& s) override { done_.set_value(s); }
+  Status Wait() { return done_.get_future().get(); }
+  const std::vector<std::string>& got() const { return got_; }
+
+ private:
+  EchoRequest first_, second_;
+  EchoResponse resp_;
+  int writes_ = 0;
+  std::vector<std::string> got_;
+  std::promise<Status> done_;
+};
+
+TEST_F(RetryTest, ACallbackBidiStreamIsRetried) {
+  auto ch = Make(Policy(3));
+  auto stub = TestService::NewStub(ch);
+  ClientContext ctx;
+  FailFirst(&ctx, "callback-bidi", 2);
+  BidiPair reactor(stub.get(), &ctx);
+  Status s = reactor.Wait();
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(reactor.got(), (std::vector<std::string>{"first", "second"}));
+  EXPECT_THAT(ch->MetricsText(), HasSubstr("ringrpc_retries_total 2\n"));
+}
+
+TEST_F(RetryTest, TryCancelDuringAStreamsBackoffEndsItCancelled) {
+  auto ch = Make(R"({"methodConfig": [{"name": [{"service": "ringrpc.test.TestService"}],
+      "retryPolicy": {"maxAttempts": 3, "initialBackoff": "5s", "maxBackoff": "5s",
+      "backoffMultiplier": 2, "retryableStatusCodes": ["UNAVAILABLE"]}}]})");
+  ClientContext ctx;
+  FailFirst(&ctx, "cancel-stream", 1);
+  EchoRequest req;
+  req.set_count(1);
+  auto reader = TestService::NewStub(ch)->ServerStream(&ctx, req);
+  auto cancel = std::async(std::launch::async, [&] {
+    std::this_thread::sleep_for(milliseconds(200));
+    ctx.TryCancel();
+  });
+  const auto start = steady_clock::now();
+  EchoResponse r;
+  EXPECT_FALSE(reader->Read(&r));
+  Status s = reader->Finish();
+  cancel.get();
+  EXPECT_EQ(s.error_code(), StatusCode::CANCELLED) << s.error_message();
+  EXPECT_LT(steady_clock::now() - start, std::chrono::seconds(4));
 }
 
 }  // namespace

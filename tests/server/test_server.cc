@@ -182,6 +182,13 @@ class Service final : public ringrpc::test::TestService::Service {
                       grpc::ServerWriter<EchoResponse>* writer) override {
     calls.fetch_add(1);
     EchoMetadata(ctx);
+    if (std::optional<Status> failed = FailOnPurpose(ctx)) return *failed;
+    // "x-fail-after-headers": initial metadata, then UNAVAILABLE (the call
+    // was committed by the headers: a client must not retry it).
+    if (!Md(ctx, "x-fail-after-headers").empty()) {
+      writer->SendInitialMetadata();
+      return Status(grpc::StatusCode::UNAVAILABLE, "failed after sending headers");
+    }
     EchoResponse resp;
     resp.set_payload(std::string(req->response_size(), 's'));
     for (int i = 0; i < req->count(); ++i) {
@@ -210,6 +217,7 @@ class Service final : public ringrpc::test::TestService::Service {
                       EchoResponse* resp) override {
     calls.fetch_add(1);
     EchoMetadata(ctx);
+    if (std::optional<Status> failed = FailOnPurpose(ctx)) return *failed;
     EchoRequest req;
     int count = 0;
     int64_t bytes = 0;
@@ -227,6 +235,7 @@ class Service final : public ringrpc::test::TestService::Service {
               grpc::ServerReaderWriter<EchoResponse, EchoRequest>* stream) override {
     calls.fetch_add(1);
     EchoMetadata(ctx);
+    if (std::optional<Status> failed = FailOnPurpose(ctx)) return *failed;
     EchoRequest req;
     int count = 0;
     while (stream->Read(&req)) {
