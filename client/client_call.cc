@@ -176,8 +176,31 @@ struct ClientCall::Impl final : transport::Call::EndObserver {
     TimePoint call_start;
     std::optional<Status> failure;  // the next attempt could not open: why
     bool call_end_recorded = false;
+    // Operations suspended inside each transport call: an ended attempt is
+    // destroyed only once none of them is still waking up in it.
+    std::vector<std::pair<const transport::Call*, int>> awaiting;
+    int& AwaitingIn(const transport::Call* c) {
+      for (auto& [call, n] : awaiting) {
+        if (call == c) return n;
+      }
+      return awaiting.emplace_back(c, 0).second;
+    }
   };
   std::unique_ptr<Replay> replay;
+  // Counts one operation inside the current transport call (see
+  // Replay::awaiting).
+  struct Awaiting {
+    explicit Awaiting(Impl* impl) : r(impl->replay.get()), call(impl->call.get()) {
+      if (r != nullptr) ++r->AwaitingIn(call);
+    }
+    ~Awaiting() {
+      if (r != nullptr) --r->AwaitingIn(call);
+    }
+    Awaiting(const Awaiting&) = delete;
+    Awaiting& operator=(const Awaiting&) = delete;
+    Replay* r;
+    const transport::Call* call;
+  };
 
   // Keeps a written message for a replay, unless committed; over the
   // buffer's limit the call commits (as grpc++ does).
@@ -254,7 +277,11 @@ Task<Status> ClientCall::Write(std::string_view message, bool compress) {
   return [](Impl* impl, std::string m, bool compress) -> Task<Status> {
     for (;;) {
       const uint64_t generation = impl->replay->generation;
-      absl::Status s = co_await impl->call->Write(m, compress);
+      absl::Status s;
+      {
+        Impl::Awaiting inside(impl);
+        s = co_await impl->call->Write(m, compress);
+      }
       if (s.ok()) co_return Status();
       if (!co_await internal::CallOpener::NextStreamAttempt(impl, generation)) {
         co_return Status::FromAbsl(s);
@@ -280,11 +307,13 @@ Task<std::optional<std::string>> ClientCall::Read() {
     std::optional<std::string> m;
     for (;;) {
       const uint64_t generation = impl->replay != nullptr ? impl->replay->generation : 0;
-      m = co_await impl->call->Read();
-      if (m || impl->replay == nullptr ||
-          !co_await internal::CallOpener::NextStreamAttempt(impl, generation)) {
-        break;
+      {
+        Impl::Awaiting inside(impl);
+        m = co_await impl->call->Read();
       }
+      // (One co_await per statement: GCC 12 mishandles them inside ||.)
+      if (m || impl->replay == nullptr) break;
+      if (!co_await internal::CallOpener::NextStreamAttempt(impl, generation)) break;
     }
     if (!m) co_return m;
     impl->Commit();  // a message came: the server has the call
@@ -319,11 +348,12 @@ bool ClientCall::OnChannelThread() const { return impl_->channel->CurrentIndex()
 Task<bool> ClientCall::ReadInitialMetadata() {
   for (;;) {
     const uint64_t generation = impl_->replay != nullptr ? impl_->replay->generation : 0;
-    co_await impl_->call->WaitForInitialMetadata();
-    if (impl_->call->initial_metadata_received() || impl_->replay == nullptr ||
-        !co_await internal::CallOpener::NextStreamAttempt(impl_.get(), generation)) {
-      break;
+    {
+      Impl::Awaiting inside(impl_.get());
+      co_await impl_->call->WaitForInitialMetadata();
     }
+    if (impl_->call->initial_metadata_received() || impl_->replay == nullptr) break;
+    if (!co_await internal::CallOpener::NextStreamAttempt(impl_.get(), generation)) break;
   }
   co_return PublishInitialMetadata();
 }
@@ -343,11 +373,12 @@ bool ClientCall::PublishInitialMetadata() {
 Task<Status> ClientCall::Finish() {
   for (;;) {
     const uint64_t generation = impl_->replay != nullptr ? impl_->replay->generation : 0;
-    (void)co_await impl_->call->Finish();  // FinishNow() reads the status
-    if (impl_->replay == nullptr ||
-        !co_await internal::CallOpener::NextStreamAttempt(impl_.get(), generation)) {
-      break;
+    {
+      Impl::Awaiting inside(impl_.get());
+      (void)co_await impl_->call->Finish();  // FinishNow() reads the status
     }
+    if (impl_->replay == nullptr) break;
+    if (!co_await internal::CallOpener::NextStreamAttempt(impl_.get(), generation)) break;
   }
   co_return FinishNow();
 }
@@ -1046,6 +1077,16 @@ Task<bool> CallOpener::NextStreamAttempt(ClientCall::Impl* impl, uint64_t genera
     st.CountRetry();
   }
   ++r.generation;
+  // Operations woken by the old attempt's end resume inside it on a later
+  // loop pass: it goes once they have left it (they then find `opening`
+  // and wait for it to clear, then go on with the new attempt).
+  const transport::Call* old = fresh.call.get();
+  r.opening = true;
+  while (r.AwaitingIn(old) > 0) {
+    co_await SleepUntil(loop, loop.Now() + std::chrono::milliseconds(1));
+  }
+  std::erase_if(r.awaiting, [old](const auto& entry) { return entry.first == old; });
+  r.opening = false;
   next.reset();
   co_return true;
 }

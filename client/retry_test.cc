@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "client/channel.h"
+#include "client/transport/testing/raw_server.h"
 #include "tests/proto/echo_test.ringrpc.pb.h"
 #include "tests/testing/server_fixture.h"
 
@@ -275,9 +276,12 @@ TEST_F(RetryTest, AClientStreamLargerThanTheRetryBufferIsCommitted) {
   FailFirst(&ctx, "big-client-stream", 1);
   EchoResponse resp;
   auto writer = TestService::NewStub(ch)->ClientStream(&ctx, &resp);
+  // The first message alone passes the limit: committed before the server
+  // can fail it (a failure seen after a smaller first write would rightly
+  // be retried).
   EchoRequest req;
-  req.set_payload(std::string(64, 'x'));
-  for (int i = 0; i < 3; ++i) (void)writer->Write(req);  // the call may end meanwhile
+  req.set_payload(std::string(150, 'x'));
+  for (int i = 0; i < 2; ++i) (void)writer->Write(req);  // the call may end meanwhile
   writer->WritesDone();
   Status s = writer->Finish();
   EXPECT_EQ(s.error_code(), StatusCode::UNAVAILABLE);
@@ -362,6 +366,39 @@ TEST_F(RetryTest, ACallbackBidiStreamIsRetried) {
   ASSERT_TRUE(s.ok()) << s.error_message();
   EXPECT_EQ(reactor.got(), (std::vector<std::string>{"first", "second"}));
   EXPECT_THAT(ch->MetricsText(), HasSubstr("ringrpc_retries_total 2\n"));
+}
+
+// A server that takes each stream and refuses it unprocessed (GOAWAY, last
+// stream id 0): every call on it is "never sent".
+std::unique_ptr<transport::testing::RawServer> RefusingServer() {
+  using namespace transport::testing;  // NOLINT: frame builders
+  return std::make_unique<RawServer>(ServerSettings(),
+                                     Frame(kGoaway, 0, 0, std::string(8, '\0')), 150);
+}
+
+// The transparent retry moves a reactor's read, write and finisher, all
+// waiting on the refused attempt, to the next one at once (no backoff),
+// onto a connection this thread already has: the refused attempt must
+// outlive every operation still waking up inside it.
+TEST_F(RetryTest, ACallbackStreamRefusedUnprocessedMovesToAnotherBackendAtOnce) {
+  auto refusing = RefusingServer();
+  ChannelArguments args;
+  args.SetInt("ringrpc.cq_threads", 1);
+  args.SetLoadBalancingPolicyName("round_robin");
+  auto ch = CreateCustomChannel(
+      absl::StrCat("ipv4:", server_->address(), ",", refusing->address()),
+      InsecureChannelCredentials(), args);
+  auto stub = TestService::NewStub(ch);
+  for (int i = 0; i < 6; ++i) {
+    ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    BidiPair reactor(stub.get(), &ctx);
+    Status s = reactor.Wait();
+    ASSERT_TRUE(s.ok()) << i << ": " << s.error_message();
+    EXPECT_EQ(reactor.got(), (std::vector<std::string>{"first", "second"}));
+  }
+  EXPECT_GE(refusing->accepts(), 1u);
+  EXPECT_THAT(ch->MetricsText(), ::testing::Not(HasSubstr("ringrpc_transparent_retries_total 0\n")));
 }
 
 TEST_F(RetryTest, TryCancelDuringAStreamsBackoffEndsItCancelled) {
