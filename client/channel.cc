@@ -102,6 +102,10 @@ Channel::~Channel() = default;
 
 Status Channel::configuration_status() const { return Status::FromAbsl(state_->config_error()); }
 
+Status Channel::resolver_service_config_status() const {
+  return Status::FromAbsl(state_->resolver_config_error());
+}
+
 Task<std::unique_ptr<ClientCall>> Channel::Open(std::string method, ClientContext* ctx,
                                                       Status* status) {
   return internal::CallOpener::OpenHolding(state_, std::move(method), ctx, status);
@@ -305,7 +309,12 @@ std::string Channel::MetricsText() const {
                   "service config's hedgingPolicy sent (gRFC A6).\n"
                   "# TYPE ringrpc_hedged_attempts_total counter\n"
                   "ringrpc_hedged_attempts_total ",
-                  state_->hedges(), "\n");
+                  state_->hedges(), "\n",
+                  "# HELP ringrpc_resolver_service_config_errors_total Service configs from "
+                  "the resolver that were invalid (the last valid one was kept; gRFC A21).\n"
+                  "# TYPE ringrpc_resolver_service_config_errors_total counter\n"
+                  "ringrpc_resolver_service_config_errors_total ",
+                  state_->resolver_config_errors(), "\n");
   if (state_->call_metrics() != nullptr) AppendCallMetricsText(CallMetrics(), &out);
   return out;
 }

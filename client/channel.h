@@ -182,6 +182,10 @@ class Channel {
   // The channel's configuration error, if its target or arguments were bad
   // (then every call fails with it).
   Status configuration_status() const;
+  // The last service config the resolver delivered that could not be used
+  // (UNAVAILABLE naming the JSON path of the problem), or OK: the channel
+  // keeps the last valid one meanwhile (gRFC A21).
+  Status resolver_service_config_status() const;
 
  private:
   friend std::shared_ptr<Channel> CreateChannelWithResolver(

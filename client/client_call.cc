@@ -691,12 +691,20 @@ Task<std::unique_ptr<ClientCall>> CallOpener::OpenAttempt(
     co_return nullptr;
   }
   runtime::EventLoop& loop = st.cq()->loop(*index);
-  // The service config's entry for the method (read-only, shared): its
-  // timeout bounds the call's own deadline, its waitForReady applies unless
-  // the call set one, its limits apply when smaller than the channel's.
+  // The service config in force when the call started (the resolver's or
+  // the default; gRFC A21) and its entry for the method (read-only,
+  // shared): its timeout bounds the call's own deadline, its waitForReady
+  // applies unless the call set one, its limits apply when smaller than
+  // the channel's.
+  const channel::ActiveConfig& active =
+      plan != nullptr && plan->config != nullptr ? *plan->config : st.active();
+  if (!active.error.ok()) {
+    *out = Status::FromAbsl(active.error);
+    co_return nullptr;
+  }
   const channel::MethodConfig* mc =
       plan != nullptr && plan->method_config_known ? plan->method_config
-      : st.config().service_config                 ? st.config().service_config->Find(method)
+      : active.service_config                      ? active.service_config->Find(method)
                                                    : nullptr;
   const TimePoint deadline =
       plan != nullptr && plan->deadline ? *plan->deadline : CallDeadline(loop, *ctx, mc);
@@ -790,6 +798,7 @@ Task<std::unique_ptr<ClientCall>> CallOpener::OpenAttempt(
       r->plan = AttemptPlan{.deadline = a.deadline == TimePoint::max()
                                             ? std::nullopt
                                             : std::optional<TimePoint>(a.deadline),
+                            .config = &active,
                             .method_config_known = true,
                             .method_config = mc};
       r->limit = st.config().per_rpc_retry_buffer_size;
@@ -879,8 +888,10 @@ Task<Status> CallOpener::UnaryAttempts(std::shared_ptr<channel::ChannelState> se
                                        channel::MethodRow* metrics_row) {
   ChannelState& st = *self;
   const std::optional<size_t> index = st.CurrentIndex();
+  const channel::ActiveConfig& active = st.active();  // for the whole call
   const channel::MethodConfig* mc =
-      st.config().service_config ? st.config().service_config->Find(method) : nullptr;
+      active.service_config ? active.service_config->Find(method) : nullptr;
+  channel::RetryThrottle* throttle = active.throttle.get();
   // gRFC A6's retryPolicy (with grpc.enable_retries, the default).
   // A request over the per-call retry buffer commits the call at once.
   const channel::RetryPolicy* policy =
@@ -890,7 +901,10 @@ Task<Status> CallOpener::UnaryAttempts(std::shared_ptr<channel::ChannelState> se
           : nullptr;
   // Every attempt keeps the call's deadline, fixed now (a method's timeout
   // counts from the call's start, not each attempt's).
-  AttemptPlan plan{.method_config_known = true, .method_config = mc, .metrics_row = metrics_row};
+  AttemptPlan plan{.config = &active,
+                   .method_config_known = true,
+                   .method_config = mc,
+                   .metrics_row = metrics_row};
   runtime::EventLoop* loop = index ? &st.cq()->loop(*index) : nullptr;
   if (loop != nullptr && ctx != nullptr) plan.deadline = CallDeadline(*loop, *ctx, mc);
   // gRFC A6's hedgingPolicy (with grpc.enable_retries); a request over the
@@ -927,7 +941,7 @@ Task<Status> CallOpener::UnaryAttempts(std::shared_ptr<channel::ChannelState> se
       }
     }
     if (s.ok()) {
-      if (st.retry_throttle() != nullptr) st.retry_throttle()->RecordSuccess();
+      if (throttle != nullptr) throttle->RecordSuccess();
       if (!reply) {
         co_return Status(StatusCode::INTERNAL,
                          "the server ended a unary call OK without a response message");
@@ -942,7 +956,7 @@ Task<Status> CallOpener::UnaryAttempts(std::shared_ptr<channel::ChannelState> se
         (call != nullptr && call->impl_->call->initial_metadata_received())) {
       co_return s;
     }
-    if (st.retry_throttle() != nullptr && !st.retry_throttle()->RecordFailure()) {
+    if (throttle != nullptr && !throttle->RecordFailure()) {
       st.CountThrottledRetry();
       co_return s;
     }
@@ -1006,7 +1020,8 @@ Task<bool> CallOpener::NextStreamAttempt(ClientCall::Impl* impl, uint64_t genera
       impl->Commit();
       co_return false;
     }
-    if (st.retry_throttle() != nullptr && !st.retry_throttle()->RecordFailure()) {
+    channel::RetryThrottle* throttle = r.plan.config->throttle.get();
+    if (throttle != nullptr && !throttle->RecordFailure()) {
       st.CountThrottledRetry();
       impl->Commit();
       co_return false;
@@ -1171,12 +1186,14 @@ Task<Status> CallOpener::UnaryHedged(std::shared_ptr<channel::ChannelState> self
       const bool decides = s.ok() || (call != nullptr && h->committed == call.get()) ||
                            (!never_sent && !policy->NonFatal(static_cast<int>(s.error_code())));
       if (decides) {
-        if (s.ok() && self->retry_throttle() != nullptr) self->retry_throttle()->RecordSuccess();
+        channel::RetryThrottle* throttle = plan.config->throttle.get();
+        if (s.ok() && throttle != nullptr) throttle->RecordSuccess();
         h->final = s;
         h->reply = std::move(reply);
         CancelOthers(*h, call.get());
       } else {
-        if (self->retry_throttle() != nullptr) (void)self->retry_throttle()->RecordFailure();
+        channel::RetryThrottle* throttle = plan.config->throttle.get();
+        if (throttle != nullptr) (void)throttle->RecordFailure();
         h->last = s;
         h->pushback = pushback;
         h->next_now = true;
@@ -1202,7 +1219,8 @@ Task<Status> CallOpener::UnaryHedged(std::shared_ptr<channel::ChannelState> self
       h->pushback.reset();
     }
     if (more && (h->next_now || loop.Now() >= next)) {
-      if (sent > 0 && st.retry_throttle() != nullptr && !st.retry_throttle()->Allows()) {
+      channel::RetryThrottle* throttle = plan.config->throttle.get();
+      if (sent > 0 && throttle != nullptr && !throttle->Allows()) {
         st.CountThrottledRetry();
         more = false;
         continue;

@@ -5,22 +5,30 @@
 namespace ringrpc {
 
 void ManualResolver::Start(ResolverListener listener) {
-  std::optional<absl::StatusOr<AddressList>> pending;
+  std::optional<absl::StatusOr<ResolverResult>> pending;
   {
     MutexLock lock(&mu_);
     listener_ = std::move(listener);
     pending.swap(pending_);
   }
-  if (pending) Push(std::move(*pending));
+  if (pending) PushResult(std::move(*pending));
 }
 
 void ManualResolver::Push(absl::StatusOr<AddressList> update) {
+  if (!update.ok()) {
+    PushResult(update.status());
+  } else {
+    PushResult(ResolverResult{std::move(*update), std::nullopt});
+  }
+}
+
+void ManualResolver::PushResult(absl::StatusOr<ResolverResult> result) {
   MutexLock lock(&mu_);  // one listener call at a time
   if (!listener_) {
-    pending_ = std::move(update);
+    pending_ = std::move(result);
     return;
   }
-  listener_(std::move(update));
+  listener_.Update(std::move(result));
 }
 
 void ManualResolver::Shutdown() {

@@ -4,6 +4,12 @@
 // The resolvers ringrpc picks from a target (static ipv4:/ipv6:/unix:
 // lists, DNS) are in client/channel/resolver.h.
 //
+// A resolver may also deliver a service config with its addresses
+// (ResolverResult): the channel uses it instead of its default
+// (grpc.service_config) unless grpc.service_config_disable_resolution is
+// set; an invalid one is reported and the last valid one kept (gRFC A21;
+// docs/service-config.md).
+//
 // Threading: a resolver may call its listener from any thread, but never
 // two calls at once and never after Shutdown() returns. ManualResolver's
 // methods may be called from any thread.
@@ -11,12 +17,17 @@
 //   auto r = std::make_shared<ManualResolver>();
 //   auto channel = CreateChannelWithResolver("backend", r, args);
 //   r->Push(AddressList{*transport::Address::Parse("10.0.0.2:50051")});
+//   r->PushResult(ResolverResult{.addresses = {...}, .service_config = R"({...})"});
 #ifndef RINGRPC_CLIENT_RESOLVER_H_
 #define RINGRPC_CLIENT_RESOLVER_H_
 
 #include <atomic>
+#include <cstddef>
 #include <functional>
 #include <optional>
+#include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -26,7 +37,51 @@
 namespace ringrpc {
 
 using AddressList = std::vector<transport::Address>;
-using ResolverListener = std::function<void(absl::StatusOr<AddressList>)>;
+
+// What a resolver found: the addresses and, if it carries one, a service
+// config (JSON, as for grpc.service_config). No service config: the
+// channel's default applies.
+struct ResolverResult {
+  AddressList addresses;
+  std::optional<std::string> service_config;
+};
+
+// Where a resolver sends what it finds. Call it with an address list (or
+// an error) alone, or Update() it with a whole ResolverResult. It can be
+// made from a function of either.
+class ResolverListener {
+ public:
+  ResolverListener() = default;
+  ResolverListener(std::nullptr_t) {}  // NOLINT: like std::function
+  template <typename F>
+    requires std::is_invocable_v<F&, absl::StatusOr<ResolverResult>>
+  ResolverListener(F f) : fn_(std::move(f)) {}  // NOLINT: like std::function
+  template <typename F>
+    requires(std::is_invocable_v<F&, absl::StatusOr<AddressList>> &&
+             !std::is_invocable_v<F&, absl::StatusOr<ResolverResult>>)
+  ResolverListener(F f)  // NOLINT: like std::function
+      : fn_([f = std::move(f)](absl::StatusOr<ResolverResult> r) mutable {
+          if (!r.ok()) {
+            f(r.status());
+          } else {
+            f(std::move(r->addresses));
+          }
+        }) {}
+
+  // Addresses without a service config (or the resolver's error).
+  void operator()(absl::StatusOr<AddressList> update) const {
+    if (!update.ok()) {
+      fn_(update.status());
+    } else {
+      fn_(ResolverResult{std::move(*update), std::nullopt});
+    }
+  }
+  void Update(absl::StatusOr<ResolverResult> result) const { fn_(std::move(result)); }
+  explicit operator bool() const { return static_cast<bool>(fn_); }
+
+ private:
+  std::function<void(absl::StatusOr<ResolverResult>)> fn_;
+};
 
 class Resolver {
  public:
@@ -44,6 +99,8 @@ class ManualResolver final : public Resolver {
  public:
   void Start(ResolverListener listener) override;
   void Push(absl::StatusOr<AddressList> update);
+  // Addresses with the resolver's service config (or without: nullopt).
+  void PushResult(absl::StatusOr<ResolverResult> result);
   void RequestReresolution() override { ++reresolution_requests_; }
   void Shutdown() override;
   int reresolution_requests() const { return reresolution_requests_; }
@@ -51,7 +108,7 @@ class ManualResolver final : public Resolver {
  private:
   Mutex mu_;
   ResolverListener listener_ ABSL_GUARDED_BY(mu_);
-  std::optional<absl::StatusOr<AddressList>> pending_ ABSL_GUARDED_BY(mu_);  // pushed before Start
+  std::optional<absl::StatusOr<ResolverResult>> pending_ ABSL_GUARDED_BY(mu_);  // pushed before Start
   std::atomic<int> reresolution_requests_{0};
 };
 

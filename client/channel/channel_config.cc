@@ -99,12 +99,15 @@ void ReadChannelArgs(Reader& r, ChannelConfig& c) {
           absl::StrCat("channel argument grpc.lb_policy_name: ", p.status().message()));
     }
     c.lb_policy = *p;
+    c.lb_policy_arg = *p;
     return absl::OkStatus();
   });
   r.Int("grpc.enable_retries", 0, 1, [&](int v) { c.enable_retries = v == 1; });
   r.Int("grpc.per_rpc_retry_buffer_size", 0, INT_MAX,
         [&](int v) { c.per_rpc_retry_buffer_size = size_t(v); });
   r.Int("grpc.inhibit_health_checking", 0, 1, [&](int v) { c.inhibit_health_checking = v == 1; });
+  r.Int("grpc.service_config_disable_resolution", 0, 1,
+        [&](int v) { c.service_config_disable_resolution = v == 1; });
   r.String("grpc.service_config", [&](const std::string& v) -> absl::Status {
     absl::StatusOr<ServiceConfig> sc =
         ParseServiceConfig(v, {.retries_enabled = c.enable_retries});
@@ -184,11 +187,14 @@ void ReadRingrpcArgs(Reader& r, ChannelConfig& c) {
 
 }  // namespace
 
+std::optional<std::string> HealthCheckServiceFor(const ServiceConfig* sc, LbPolicy policy,
+                                                 bool inhibit) {
+  if (inhibit || policy == LbPolicy::kPickFirst || sc == nullptr) return std::nullopt;
+  return sc->health_check_service;
+}
+
 std::optional<std::string> ChannelConfig::HealthCheckService() const {
-  if (inhibit_health_checking || lb_policy == LbPolicy::kPickFirst || service_config == nullptr) {
-    return std::nullopt;
-  }
-  return service_config->health_check_service;
+  return HealthCheckServiceFor(service_config.get(), lb_policy, inhibit_health_checking);
 }
 
 absl::StatusOr<ChannelConfig> ParseChannelArguments(const ChannelArguments& args) {

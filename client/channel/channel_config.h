@@ -43,7 +43,11 @@ struct ChannelConfig {
   // authority's host.
   std::optional<std::string> ssl_target_name_override;
   BackoffConfig backoff;
+  // The default service config's policy, else grpc.lb_policy_name's.
   LbPolicy lb_policy = LbPolicy::kPickFirst;
+  // grpc.lb_policy_name alone: the policy of a resolver's service config
+  // that names none.
+  LbPolicy lb_policy_arg = LbPolicy::kPickFirst;
   // least_request: how many addresses each pick compares (gRFC A48).
   int choice_count = 2;
   // ringrpc.least_request_scope: whose outstanding calls least_request
@@ -82,6 +86,9 @@ struct ChannelConfig {
   // grpc.inhibit_health_checking: the service config's healthCheckConfig
   // is not acted on.
   bool inhibit_health_checking = false;
+  // grpc.service_config_disable_resolution: a resolver's service config is
+  // ignored; the default (service_config) always applies.
+  bool service_config_disable_resolution = false;
   // CreateCustomChannelWithInterceptors' factories (null: none).
   std::shared_ptr<const std::vector<std::unique_ptr<experimental::ClientInterceptorFactoryInterface>>>
       interceptors;
@@ -93,6 +100,12 @@ struct ChannelConfig {
 };
 
 absl::StatusOr<ChannelConfig> ParseChannelArguments(const ChannelArguments& args);
+
+// The service to health-check addresses with under `sc` and `policy`
+// (gRFC A17): sc's healthCheckConfig.serviceName, unless `inhibit` or
+// pick_first (which never checks, as in gRPC).
+std::optional<std::string> HealthCheckServiceFor(const ServiceConfig* sc, LbPolicy policy,
+                                                 bool inhibit);
 
 }  // namespace ringrpc::channel
 

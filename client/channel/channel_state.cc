@@ -54,10 +54,6 @@ std::shared_ptr<ChannelState> ChannelState::Create(const ChannelArguments& args)
   } else {
     state->config_ = *config;
     state->listener_ = args.subchannel_event_listener();
-    if (config->service_config && config->service_config->retry_throttling) {
-      state->retry_throttle_ =
-          std::make_unique<RetryThrottle>(*config->service_config->retry_throttling);
-    }
     if (config->cq_threads == 0 && !config->poller) {
       state->cq_ = SharedCqThreads(&state->config_error_);
     } else {
@@ -82,16 +78,23 @@ std::shared_ptr<ChannelState> ChannelState::Create(const ChannelArguments& args)
 
 void ChannelState::Start(const std::shared_ptr<ChannelState>& state,
                          std::shared_ptr<Resolver> resolver) {
-  // The configuration is final now (Create's caller may have adjusted it).
-  state->health_checked_ = state->config_.HealthCheckService().has_value();
+  // The configuration is final now (Create's caller may have adjusted it):
+  // the default service config is the first in force.
+  {
+    MutexLock lock(&state->mu_);
+    state->active_.store(state->ConfigFor("", state->config_.service_config, absl::OkStatus()),
+                         std::memory_order_release);
+  }
+  const ActiveConfig& active = state->active();
   uint64_t seed = 0x9e3779b97f4a7c15ULL;
   for (PerThread& pt : state->per_thread_) {
-    pt.picker = AddressPicker(state->config_.lb_policy, state->config_.choice_count, seed);
+    pt.seed = seed;
+    pt.picker = AddressPicker(active.lb_policy, active.choice_count, seed);
     seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
   }
   state->resolver_ = std::move(resolver);
   std::weak_ptr<ChannelState> weak = state;
-  state->resolver_->Start([weak](absl::StatusOr<AddressList> update) {
+  state->resolver_->Start([weak](absl::StatusOr<ResolverResult> update) {
     std::shared_ptr<ChannelState> s = weak.lock();
     if (!s) return;
     s->OnResolverUpdate(std::move(update));
@@ -149,39 +152,108 @@ void ChannelState::PostToAll(std::function<void()> fn) {
 
 // ---- resolver updates -------------------------------------------------------------------
 
-void ChannelState::OnResolverUpdate(absl::StatusOr<AddressList> update) {
+// ---- the service config in force (gRFC A21) ------------------------------------------------
+
+const ActiveConfig ChannelState::kNoConfig{};
+
+const ActiveConfig* ChannelState::ConfigFor(const std::string& json,
+                                           std::shared_ptr<const ServiceConfig> sc,
+                                           absl::Status error) {
+  for (const auto& [key, c] : configs_) {
+    if (key == json && c->error == error) return c.get();
+  }
+  auto c = std::make_unique<ActiveConfig>();
+  c->error = std::move(error);
+  if (sc != nullptr && sc->retry_throttling) {
+    c->throttle = std::make_unique<RetryThrottle>(*sc->retry_throttling);
+  }
+  // The default's policy was settled when the arguments were read; a
+  // resolver's config names its own or leaves grpc.lb_policy_name's.
+  if (json.empty()) {
+    c->lb_policy = config_.lb_policy;
+    c->choice_count = config_.choice_count;
+  } else {
+    c->lb_policy = sc != nullptr && sc->lb_policy ? *sc->lb_policy : config_.lb_policy_arg;
+    c->choice_count = sc != nullptr && sc->choice_count ? *sc->choice_count : 2;
+  }
+  c->health_service = HealthCheckServiceFor(sc.get(), c->lb_policy, config_.inhibit_health_checking);
+  c->service_config = std::move(sc);
+  configs_.emplace_back(json, std::move(c));
+  return configs_.back().second.get();
+}
+
+void ChannelState::ApplyResolverConfig(const std::optional<std::string>& json) {
+  const ActiveConfig* next = configs_.front().second.get();  // the default
+  if (json && !config_.service_config_disable_resolution) {
+    absl::StatusOr<ServiceConfig> parsed =
+        ParseServiceConfig(*json, {.retries_enabled = config_.enable_retries});
+    if (parsed.ok()) {
+      next = ConfigFor(*json, std::make_shared<const ServiceConfig>(std::move(*parsed)),
+                       absl::OkStatus());
+      resolver_config_valid_ = true;
+      resolver_config_error_ = absl::OkStatus();
+    } else {
+      // A21: keep the last valid config; with none, the default; with no
+      // default either, the channel fails its calls with the error.
+      resolver_config_error_ = absl::UnavailableError(
+          absl::StrCat("the resolver's service config is invalid: ", parsed.status().message()));
+      resolver_config_errors_.fetch_add(1, std::memory_order_relaxed);
+      if (resolver_config_valid_) return;
+      if (config_.service_config == nullptr) {
+        next = ConfigFor("!error", nullptr, resolver_config_error_);
+      }
+    }
+  } else {
+    resolver_config_valid_ = false;
+  }
+  active_.store(next, std::memory_order_release);
+}
+
+absl::Status ChannelState::resolver_config_error() const {
+  MutexLock lock(&mu_);
+  return resolver_config_error_;
+}
+
+void ChannelState::OnResolverUpdate(absl::StatusOr<ResolverResult> result) {
   struct MarkResolved {
     std::atomic<bool>& flag;
     ~MarkResolved() { flag.store(true, std::memory_order_release); }
   } mark{resolved_once_};
-  if (!update.ok()) {
+  if (!result.ok()) {
     MutexLock lock(&mu_);
-    resolver_error_ = update.status();
+    resolver_error_ = result.status();
     return;
   }
+  const AddressList* update = &result->addresses;
   std::vector<std::string> names;
   for (const auto& a : *update) names.push_back(a.ToString());
   std::vector<std::shared_ptr<Subchannel>> kept, gone, fresh;
   bool first;
   {
     MutexLock lock(&mu_);
+    const std::optional<std::string> health_before = active().health_service;
+    ApplyResolverConfig(result->service_config);
+    const std::optional<std::string>& health = active().health_service;
     resolver_error_ = update->empty()
                           ? absl::UnavailableError("the resolver returned no addresses")
                           : absl::OkStatus();
     std::set<std::string> now(names.begin(), names.end()), before;
     for (auto& sc : list_) before.insert(sc->record->name());
-    if (now == before) return;  // same set: nothing to bump
+    // Same set and same health checks: nothing to bump. Another health
+    // service: every address is attached again (checked the new way).
+    if (now == before && health == health_before) return;
     first = list_.empty() && removed_.empty();
     for (size_t i = 0; i < update->size(); ++i) {
       auto it = std::find_if(list_.begin(), list_.end(),
                              [&](auto& sc) { return sc->record->name() == names[i]; });
-      if (it != list_.end()) {
+      if (it != list_.end() && health == health_before) {
         fresh.push_back(*it);
         kept.push_back(*it);
         continue;
       }
       absl::StatusOr<std::shared_ptr<Subchannel>> sc = SubchannelRegistry::Global().Attach(
-          (*update)[i], config_, *cq_, config_.use_local_subchannel_pool, seed_++, listener_);
+          (*update)[i], config_, *cq_, config_.use_local_subchannel_pool, seed_++, listener_,
+          health);
       if (!sc.ok()) continue;  // config was validated: cannot happen
       fresh.push_back(*sc);
     }
@@ -223,14 +295,18 @@ std::shared_ptr<Subchannel> ChannelState::Pick(size_t thread) {
     pt.list = list_;
     pt.version = version_.load(std::memory_order_acquire);
   }
+  // A resolver's service config may have changed the policy.
+  const ActiveConfig& active = this->active();
+  if (pt.picker.policy() != active.lb_policy || pt.picker.choice_count() != active.choice_count) {
+    pt.picker = AddressPicker(active.lb_policy, active.choice_count, pt.seed);
+  }
   // With health checks, an address not answered SERVING is never picked.
   auto state_of = [&](size_t k) {
     const Subchannel& sc = *pt.list[k];
-    return !health_checked_ || sc.Healthy() ? sc.record->state()
-                                            : ConnectivityState::kTransientFailure;
+    return sc.Healthy() ? sc.record->state() : ConnectivityState::kTransientFailure;
   };
   std::optional<size_t> i;
-  if (config_.lb_policy != LbPolicy::kLeastRequest) {
+  if (active.lb_policy != LbPolicy::kLeastRequest) {
     i = pt.picker.Pick(pt.list.size(), state_of);
   } else if (config_.least_request_channel_wide) {
     i = pt.picker.Pick(pt.list.size(), state_of, [&](size_t k) {
@@ -242,7 +318,7 @@ std::shared_ptr<Subchannel> ChannelState::Pick(size_t thread) {
       return it == pt.outstanding.end() ? 0 : it->second;
     });
   }
-  if (!i || (health_checked_ && !pt.list[*i]->Healthy())) return nullptr;
+  if (!i || !pt.list[*i]->Healthy()) return nullptr;
   return pt.list[*i];
 }
 
@@ -269,13 +345,11 @@ bool ChannelState::AnotherUsable(size_t thread, const std::shared_ptr<Subchannel
   const std::vector<std::shared_ptr<Subchannel>>& list = per_thread_[thread].list;
   size_t except = std::find(list.begin(), list.end(), sc) - list.begin();
   return channel::AnotherUsable(list.size(), except, [&](size_t k) {
-    return !health_checked_ || list[k]->Healthy() ? list[k]->record->state()
-                                                  : ConnectivityState::kTransientFailure;
+    return list[k]->Healthy() ? list[k]->record->state() : ConnectivityState::kTransientFailure;
   });
 }
 
 bool ChannelState::HealthPending(size_t thread) const {
-  if (!health_checked_) return false;
   for (const auto& sc : per_thread_[thread].list) {
     if (sc->PickState() == ConnectivityState::kConnecting && !sc->Healthy()) return true;
   }
@@ -284,7 +358,9 @@ bool ChannelState::HealthPending(size_t thread) const {
 
 absl::Status ChannelState::NoPickError(size_t thread) const {
   const std::vector<std::shared_ptr<Subchannel>>& list = per_thread_[thread].list;
-  if (!health_checked_ || list.empty()) return NoAddressError();
+  const bool checked = std::any_of(list.begin(), list.end(),
+                                   [](const auto& sc) { return sc->health != nullptr; });
+  if (!checked) return NoAddressError();
   int not_serving = 0, waiting = 0, unreachable = 0;
   for (const auto& sc : list) {
     if (sc->record->state() == ConnectivityState::kTransientFailure) {
@@ -297,7 +373,8 @@ absl::Status ChannelState::NoPickError(size_t thread) const {
   }
   return absl::UnavailableError(absl::StrCat(
       "no healthy address to call: the health check of service \"",
-      *config_.HealthCheckService(), "\" (healthCheckConfig, gRFC A17) has ", not_serving,
+      list.front()->health != nullptr ? list.front()->health->service() : std::string(),
+      "\" (healthCheckConfig, gRFC A17) has ", not_serving,
       " of ", list.size(), " addresses not SERVING, ", waiting, " not answered yet, ",
       unreachable, " unreachable"));
 }

@@ -49,6 +49,7 @@
 #include "client/channel/resolver.h"
 #include "client/channel/subchannel.h"
 #include "client/channel_arguments.h"
+#include "client/resolver.h"
 #include "client/runtime/cq_threads.h"
 #include "pool/metrics.h"
 
@@ -58,6 +59,21 @@ namespace ringrpc::channel {
 // before now (time_point::min() included) is `now`; more than a year ahead
 // (time_point::max() included) is TimePoint::max(), no deadline.
 TimePoint ToLoopTime(std::chrono::system_clock::time_point deadline, TimePoint now);
+
+// The service config in force and what follows from it (gRFC A21): the
+// resolver's latest valid one, else the channel's default. Immutable once
+// made, and never freed before the channel: a call keeps a plain pointer
+// for its whole life, whatever config comes after it.
+struct ActiveConfig {
+  std::shared_ptr<const ServiceConfig> service_config;  // null: none
+  std::unique_ptr<RetryThrottle> throttle;              // null: no retryThrottling
+  LbPolicy lb_policy = LbPolicy::kPickFirst;
+  int choice_count = 2;
+  std::optional<std::string> health_service;  // A17: null, no health checks
+  // Not OK: the resolver's config is invalid and there is neither an
+  // earlier valid one nor a default; calls fail UNAVAILABLE with it.
+  absl::Status error;
+};
 
 class ChannelState : public std::enable_shared_from_this<ChannelState> {
  public:
@@ -94,7 +110,15 @@ class ChannelState : public std::enable_shared_from_this<ChannelState> {
   // The resolver's answer: a new address set replaces the list (keeping
   // the subchannels of addresses that stay), bumps the version each CQ
   // thread's view follows, invalidates what stays and detaches what went.
-  void OnResolverUpdate(absl::StatusOr<AddressList> update);
+  void OnResolverUpdate(absl::StatusOr<ResolverResult> update);
+  // The service config in force (any thread; one acquire load).
+  const ActiveConfig& active() const { return *active_.load(std::memory_order_acquire); }
+  // The last resolver service config that could not be used (OK: none),
+  // and how many there were.
+  absl::Status resolver_config_error() const;
+  uint64_t resolver_config_errors() const {
+    return resolver_config_errors_.load(std::memory_order_relaxed);
+  }
   // The resolver has answered at least once (set after the list).
   bool resolved_once() const { return resolved_once_.load(std::memory_order_acquire); }
   void RequestReresolution() {
@@ -109,7 +133,7 @@ class ChannelState : public std::enable_shared_from_this<ChannelState> {
   // call is destroyed. No-ops under other policies.
   void CallStarted(size_t thread, Subchannel* sc);
   void CallEnded(size_t thread, Subchannel* sc);
-  bool counts_outstanding() const { return config_.lb_policy == LbPolicy::kLeastRequest; }
+  bool counts_outstanding() const { return active().lb_policy == LbPolicy::kLeastRequest; }
   // CQ thread `thread` only: its list has an address other than `sc` that
   // is not in TRANSIENT_FAILURE.
   bool AnotherUsable(size_t thread, const std::shared_ptr<Subchannel>& sc) const;
@@ -136,8 +160,6 @@ class ChannelState : public std::enable_shared_from_this<ChannelState> {
   // Per-call telemetry: null when neither kept (ringrpc.call_metrics=0)
   // nor heard by a recorder, or when the channel has no CQ thread.
   CallMetricsTable* call_metrics() const { return call_metrics_.get(); }
-  // The service config's retryThrottling (null: none, or retries off).
-  RetryThrottle* retry_throttle() const { return retry_throttle_.get(); }
   void CountRetry() { retries_.fetch_add(1, std::memory_order_relaxed); }
   void CountThrottledRetry() { throttled_retries_.fetch_add(1, std::memory_order_relaxed); }
   uint64_t retries() const { return retries_.load(std::memory_order_relaxed); }
@@ -173,15 +195,31 @@ class ChannelState : public std::enable_shared_from_this<ChannelState> {
   std::atomic<uint64_t> retries_{0};              // retryPolicy attempts after the first
   std::atomic<uint64_t> throttled_retries_{0};    // retries retryThrottling stopped
   std::atomic<uint64_t> hedges_{0};               // hedged copies after the first
-  std::unique_ptr<RetryThrottle> retry_throttle_;
-  bool health_checked_ = false;  // config_.HealthCheckService(), from Start
+  // Every ActiveConfig made (the default first), by the JSON it came from
+  // (a resolver repeating a config reuses it); active_ points at one.
+  std::vector<std::pair<std::string, std::unique_ptr<ActiveConfig>>> configs_
+      ABSL_GUARDED_BY(mu_);
+  // Until Start (and for a channel whose arguments were bad): no config.
+  static const ActiveConfig kNoConfig;
+  std::atomic<const ActiveConfig*> active_{&kNoConfig};
+  bool resolver_config_valid_ ABSL_GUARDED_BY(mu_) = false;  // one was used
+  absl::Status resolver_config_error_ ABSL_GUARDED_BY(mu_);
+  std::atomic<uint64_t> resolver_config_errors_{0};
+  // The ActiveConfig for `sc` (the default: `json` empty) made or found.
+  const ActiveConfig* ConfigFor(const std::string& json, std::shared_ptr<const ServiceConfig> sc,
+                                absl::Status error) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The resolver's config (or its absence) applied; the health service
+  // before and after.
+  void ApplyResolverConfig(const std::optional<std::string>& json)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // Each CQ thread's view of the list and its round-robin cursor; touched
   // only by that thread.
   struct alignas(64) PerThread {
     uint64_t version = ~uint64_t{0};
     std::vector<std::shared_ptr<Subchannel>> list;
-    AddressPicker picker{LbPolicy::kPickFirst};  // the channel's policy from Start()
+    AddressPicker picker{LbPolicy::kPickFirst};  // the policy in force (active())
+    uint64_t seed = 0;                           // the picker's, kept for a new policy
     // least_request (thread scope): this thread's calls per address.
     absl::flat_hash_map<const Subchannel*, uint32_t> outstanding;
   };

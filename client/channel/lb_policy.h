@@ -50,6 +50,7 @@ class AddressPicker {
   std::optional<size_t> Pick(size_t n, StateOf state_of, LoadOf load_of);
 
   LbPolicy policy() const { return policy_; }
+  int choice_count() const { return choice_count_; }
   // A new address list: the cursor starts over.
   void Reset() { next_ = 0; }
 

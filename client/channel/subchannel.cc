@@ -143,9 +143,10 @@ void EventHub::OnPoolEvent(const pool::PoolEvent& e) {
   }
 }
 
-SharingKey SharingKey::Of(const std::string& address, const ChannelConfig& c, const void* cq) {
-  return SharingKey{address, c.connection, c.backoff, c.pool, c.reservoir_capacity, cq,
-                    c.HealthCheckService()};
+SharingKey SharingKey::Of(const std::string& address, const ChannelConfig& c, const void* cq,
+                          std::optional<std::string> health_service) {
+  return SharingKey{address, c.connection, c.backoff,       c.pool,
+                    c.reservoir_capacity, cq, std::move(health_service)};
 }
 
 bool Subchannel::Healthy() const {
@@ -170,9 +171,10 @@ SubchannelRegistry& SubchannelRegistry::Global() {
 
 absl::StatusOr<std::shared_ptr<Subchannel>> SubchannelRegistry::Attach(
     const transport::Address& address, const ChannelConfig& config, runtime::CqThreads& cq,
-    bool local, uint64_t seed, std::shared_ptr<SubchannelEventListener> listener) {
+    bool local, uint64_t seed, std::shared_ptr<SubchannelEventListener> listener,
+    std::optional<std::string> health_service) {
   std::string name = address.ToString();
-  SharingKey key = SharingKey::Of(name, config, &cq);
+  SharingKey key = SharingKey::Of(name, config, &cq, std::move(health_service));
   MutexLock lock(&mu_);
   std::shared_ptr<Subchannel> sc;
   if (!local) {

@@ -134,7 +134,8 @@ struct SharingKey {
   std::optional<std::string> health_service;
   bool operator==(const SharingKey&) const = default;
 
-  static SharingKey Of(const std::string& address, const ChannelConfig& c, const void* cq);
+  static SharingKey Of(const std::string& address, const ChannelConfig& c, const void* cq,
+                       std::optional<std::string> health_service);
 };
 
 struct Subchannel {
@@ -168,11 +169,13 @@ class SubchannelRegistry {
   static SubchannelRegistry& Global();
 
   // A subchannel for `address` under `config`, shared with every channel
-  // whose SharingKey is equal, or a private one when `local`.
+  // whose SharingKey is equal, or a private one when `local`; health-checked
+  // with `health_service` (A17) if set.
   absl::StatusOr<std::shared_ptr<Subchannel>> Attach(
       const transport::Address& address, const ChannelConfig& config,
       runtime::CqThreads& cq, bool local, uint64_t seed,
-      std::shared_ptr<SubchannelEventListener> listener);
+      std::shared_ptr<SubchannelEventListener> listener,
+      std::optional<std::string> health_service = std::nullopt);
   // Ends one attachment. The last one closes the pool on every CQ thread
   // (each thread closes its own shard) and forgets the subchannel.
   void Detach(const std::shared_ptr<Subchannel>& sc, runtime::CqThreads& cq,

@@ -33,10 +33,18 @@ std::vector<std::pair<std::string, std::function<void(ChannelConfig&)>>> Changes
 
 TEST(SharingKey, EqualConfigsGiveEqualKeys) {
   ChannelConfig a, b;
-  EXPECT_TRUE(SharingKey::Of("127.0.0.1:1", a, nullptr) == SharingKey::Of("127.0.0.1:1", b, nullptr));
-  EXPECT_FALSE(SharingKey::Of("127.0.0.1:1", a, nullptr) == SharingKey::Of("127.0.0.1:2", b, nullptr));
+  auto key = [](const char* address, const ChannelConfig& c, const void* cq,
+                std::optional<std::string> health = std::nullopt) {
+    return SharingKey::Of(address, c, cq, std::move(health));
+  };
+  EXPECT_TRUE(key("127.0.0.1:1", a, nullptr) == key("127.0.0.1:1", b, nullptr));
+  EXPECT_FALSE(key("127.0.0.1:1", a, nullptr) == key("127.0.0.1:2", b, nullptr));
   int cq = 0;
-  EXPECT_FALSE(SharingKey::Of("127.0.0.1:1", a, nullptr) == SharingKey::Of("127.0.0.1:1", b, &cq));
+  EXPECT_FALSE(key("127.0.0.1:1", a, nullptr) == key("127.0.0.1:1", b, &cq));
+  // Health checked another way (or not at all): not the same subchannel.
+  EXPECT_FALSE(key("127.0.0.1:1", a, nullptr, "svc") == key("127.0.0.1:1", b, nullptr));
+  EXPECT_FALSE(key("127.0.0.1:1", a, nullptr, "svc") == key("127.0.0.1:1", b, nullptr, ""));
+  EXPECT_TRUE(key("127.0.0.1:1", a, nullptr, "svc") == key("127.0.0.1:1", b, nullptr, "svc"));
 }
 
 TEST(SharingKey, EveryConnectionShapingFieldIsPartOfTheKey) {
@@ -44,7 +52,8 @@ TEST(SharingKey, EveryConnectionShapingFieldIsPartOfTheKey) {
   for (const auto& [name, change] : Changes()) {
     ChannelConfig changed = base;
     change(changed);
-    EXPECT_FALSE(SharingKey::Of("a:1", base, nullptr) == SharingKey::Of("a:1", changed, nullptr))
+    EXPECT_FALSE(SharingKey::Of("a:1", base, nullptr, std::nullopt) ==
+                 SharingKey::Of("a:1", changed, nullptr, std::nullopt))
         << name << " is not part of the sharing key";
   }
 }

@@ -20,6 +20,7 @@
 
 namespace ringrpc {
 namespace channel {
+struct ActiveConfig;
 class ChannelState;
 struct MethodConfig;
 class MethodRow;
@@ -37,7 +38,9 @@ class CallOpener {
   struct AttemptPlan {
     std::optional<TimePoint> deadline;  // the call's, fixed when it started
     int previous_attempts = 0;          // sent as grpc-previous-rpc-attempts
-    // Looked up once per call, not per attempt.
+    // Looked up once per call, not per attempt: the service config in
+    // force when the call started (null: look it up), its method entry.
+    const channel::ActiveConfig* config = nullptr;
     bool method_config_known = false;
     const channel::MethodConfig* method_config = nullptr;  // null: none
     channel::MethodRow* metrics_row = nullptr;             // null: look it up
