@@ -10,6 +10,7 @@ set(RINGRPC_SOURCES
   client/channel/channel_config.cc
   client/channel/channel_state.cc
   client/channel/connectivity_state.cc
+  client/channel/health_check.cc
   client/channel/lb_policy.cc
   client/channel/resolver.cc
   client/channel/service_config.cc
@@ -56,6 +57,7 @@ set(RINGRPC_HEADERS
   client/channel/channel_config.h
   client/channel/channel_state.h
   client/channel/connectivity_state.h
+  client/channel/health_check.h
   client/channel/lb_policy.h
   client/channel/resolver.h
   client/channel/retry_throttle.h
