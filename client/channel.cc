@@ -163,7 +163,7 @@ std::unique_ptr<ClientCall> Channel::BlockingOpen(const std::string& method, Cli
   }
   std::promise<std::unique_ptr<ClientCall>> promise;
   auto result = promise.get_future();
-  state_->Spawn([](std::shared_ptr<channel::ChannelState> st, std::string method,
+  state_->SpawnForBlocking([](std::shared_ptr<channel::ChannelState> st, std::string method,
                    ClientContext* ctx, Status* status,
                    std::promise<std::unique_ptr<ClientCall>>* out) -> Task<void> {
     out->set_value(co_await internal::CallOpener::Open(std::move(st), method, ctx, status));
@@ -181,8 +181,9 @@ Status Channel::BlockingUnaryCall(const std::string& method, ClientContext* ctx,
   }
   std::promise<Status> promise;
   std::future<Status> result = promise.get_future();
-  UnaryCallAsync(method, ctx, request, response,
-                 [&promise](Status s) { promise.set_value(std::move(s)); });
+  // The caller's own CQ thread, every time: its connections stay warm.
+  state_->SpawnForBlocking(RunUnary(state_, method, ctx, request, response,
+                                    [&promise](Status s) { promise.set_value(std::move(s)); }));
   return result.get();
 }
 

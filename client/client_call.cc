@@ -1004,9 +1004,10 @@ Task<bool> CallOpener::NextStreamAttempt(ClientCall::Impl* impl, uint64_t genera
   if (r.generation != generation) co_return true;  // already on the next attempt
   const transport::Call& ended = *impl->call;
   // Committed: the server answered (its headers), the call ended OK, the
-  // caller or an interceptor ended it, or its buffer overflowed.
+  // caller (Cancel, TryCancel) or an interceptor ended it, or its buffer
+  // overflowed.
   if (r.committed || r.cancelled || impl->failed || !ended.finished() || ended.status()->ok() ||
-      ended.initial_metadata_received()) {
+      ended.initial_metadata_received() || Cancelled(*impl->ctx)) {
     impl->Commit();
     co_return false;
   }

@@ -407,6 +407,7 @@ TEST_F(RetryTest, TryCancelDuringAStreamsBackoffEndsItCancelled) {
       "backoffMultiplier": 2, "retryableStatusCodes": ["UNAVAILABLE"]}}]})");
   ClientContext ctx;
   FailFirst(&ctx, "cancel-stream", 1);
+  ctx.AddMetadata("x-pushback-ms", "5000");  // not a jittered backoff: exactly 5 s
   EchoRequest req;
   req.set_count(1);
   auto reader = TestService::NewStub(ch)->ServerStream(&ctx, req);
