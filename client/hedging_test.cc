@@ -20,6 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "client/channel.h"
 #include "tests/proto/echo_test.ringrpc.pb.h"
+#include "tests/testing/fail_on_purpose.h"
 #include "tests/testing/server_fixture.h"
 
 namespace ringrpc {
@@ -67,20 +68,8 @@ class HedgingTest : public testing::ServerTest {
   // One unary call whose first `fail` attempts fail with `code`.
   Status Call(Channel& ch, int fail, ClientContext* ctx, int code = 14,
               const std::string& pushback = "", int sleep_ms = 0) {
-    ctx->AddMetadata("x-call-key", absl::StrCat("h", ++key_));
-    ctx->AddMetadata("x-fail-attempts", std::to_string(fail));
-    ctx->AddMetadata("x-fail-code", std::to_string(code));
-    if (!pushback.empty()) ctx->AddMetadata("x-pushback-ms", pushback);
-    EchoRequest req;
-    req.set_payload("p");
-    req.set_sleep_ms(sleep_ms);
-    EchoResponse resp;
-    Status s = TestService::NewStub(std::shared_ptr<Channel>(&ch, [](Channel*) {}))
-                   ->Unary(ctx, req, &resp);
-    if (s.ok()) {
-      EXPECT_EQ(resp.payload(), "p");
-    }
-    return s;
+    return testing::EchoFailingFirst(ch, ctx, {absl::StrCat("h", ++key_), fail, code, pushback},
+                                     sleep_ms);
   }
   int key_ = 0;
 };

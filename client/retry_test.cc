@@ -19,6 +19,7 @@
 #include "client/channel.h"
 #include "client/transport/testing/raw_server.h"
 #include "tests/proto/echo_test.ringrpc.pb.h"
+#include "tests/testing/fail_on_purpose.h"
 #include "tests/testing/server_fixture.h"
 
 namespace ringrpc {
@@ -56,19 +57,7 @@ class RetryTest : public testing::ServerTest {
   // One unary call whose first `fail` attempts fail with `code`.
   Status Call(Channel& ch, int fail, ClientContext* ctx, int code = 14,
               const std::string& pushback = "") {
-    ctx->AddMetadata("x-call-key", absl::StrCat("k", ++key_));
-    ctx->AddMetadata("x-fail-attempts", std::to_string(fail));
-    ctx->AddMetadata("x-fail-code", std::to_string(code));
-    if (!pushback.empty()) ctx->AddMetadata("x-pushback-ms", pushback);
-    EchoRequest req;
-    req.set_payload("p");
-    EchoResponse resp;
-    Status s = TestService::NewStub(std::shared_ptr<Channel>(&ch, [](Channel*) {}))
-                   ->Unary(ctx, req, &resp);
-    if (s.ok()) {
-      EXPECT_EQ(resp.payload(), "p");
-    }
-    return s;
+    return testing::EchoFailingFirst(ch, ctx, {absl::StrCat("k", ++key_), fail, code, pushback});
   }
   int key_ = 0;
 };
@@ -217,8 +206,7 @@ TEST_F(RetryTest, RetriesOffMeansTheFirstFailureEndsTheCall) {
 // ---- streams ---------------------------------------------------------------------------
 
 void FailFirst(ClientContext* ctx, const std::string& key, int fail) {
-  ctx->AddMetadata("x-call-key", key);
-  ctx->AddMetadata("x-fail-attempts", std::to_string(fail));
+  testing::AddFailFirst(ctx, {key, fail});
 }
 
 TEST_F(RetryTest, AServerStreamIsRetriedAndItsMessagesArriveOnce) {

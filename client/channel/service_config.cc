@@ -107,14 +107,30 @@ absl::StatusOr<Duration> ReadPositiveDuration(const json& obj, const char* key,
 // A list of status codes (names in any case, or numbers), as a bit set.
 absl::StatusOr<uint32_t> ReadStatusCodes(const json& codes, const std::string& at);
 
+// A policy's maxAttempts: required, an integer of at least 2; more than 5
+// is capped at 5, as gRPC does.
+absl::StatusOr<int> ReadMaxAttempts(const json& policy, const std::string& at) {
+  auto max = policy.find("maxAttempts");
+  if (max == policy.end() || !max->is_number_integer() || max->get<int64_t>() < 2) {
+    return Error(at + ".maxAttempts", "is required and must be an integer of at least 2");
+  }
+  return static_cast<int>(std::min<int64_t>(max->get<int64_t>(), 5));
+}
+
+// A JSON duration string ("1.5s").
+absl::StatusOr<Duration> ReadDuration(const json& v, const std::string& path) {
+  std::optional<Duration> d =
+      v.is_string() ? ParseJsonDuration(v.get_ref<const std::string&>()) : std::nullopt;
+  if (!d) return Error(path, absl::StrCat(v.dump(), " is not a duration (want e.g. \"1.5s\")"));
+  return *d;
+}
+
 absl::StatusOr<RetryPolicy> ReadRetryPolicy(const json& p, const std::string& at) {
   if (!p.is_object()) return Error(at, "must be an object");
   RetryPolicy r;
-  auto max = p.find("maxAttempts");
-  if (max == p.end() || !max->is_number_integer() || max->get<int64_t>() < 2) {
-    return Error(at + ".maxAttempts", "is required and must be an integer of at least 2");
-  }
-  r.max_attempts = static_cast<int>(std::min<int64_t>(max->get<int64_t>(), 5));
+  absl::StatusOr<int> max = ReadMaxAttempts(p, at);
+  if (!max.ok()) return max.status();
+  r.max_attempts = *max;
   absl::StatusOr<Duration> initial = ReadPositiveDuration(p, "initialBackoff", at);
   if (!initial.ok()) return initial.status();
   absl::StatusOr<Duration> most = ReadPositiveDuration(p, "maxBackoff", at);
@@ -142,18 +158,12 @@ absl::StatusOr<RetryPolicy> ReadRetryPolicy(const json& p, const std::string& at
 absl::StatusOr<HedgingPolicy> ReadHedgingPolicy(const json& p, const std::string& at) {
   if (!p.is_object()) return Error(at, "must be an object");
   HedgingPolicy h;
-  auto max = p.find("maxAttempts");
-  if (max == p.end() || !max->is_number_integer() || max->get<int64_t>() < 2) {
-    return Error(at + ".maxAttempts", "is required and must be an integer of at least 2");
-  }
-  h.max_attempts = static_cast<int>(std::min<int64_t>(max->get<int64_t>(), 5));
+  absl::StatusOr<int> max = ReadMaxAttempts(p, at);
+  if (!max.ok()) return max.status();
+  h.max_attempts = *max;
   if (auto d = p.find("hedgingDelay"); d != p.end()) {
-    std::optional<Duration> delay =
-        d->is_string() ? ParseJsonDuration(d->get_ref<const std::string&>()) : std::nullopt;
-    if (!delay) {
-      return Error(at + ".hedgingDelay",
-                   absl::StrCat(d->dump(), " is not a duration (want e.g. \"0.02s\")"));
-    }
+    absl::StatusOr<Duration> delay = ReadDuration(*d, at + ".hedgingDelay");
+    if (!delay.ok()) return delay.status();
     h.hedging_delay = *delay;
   }
   if (auto codes = p.find("nonFatalStatusCodes"); codes != p.end()) {
@@ -200,12 +210,8 @@ absl::Status ReadMethodConfigs(const json& j, const ServiceConfigOptions& option
     if (!entry.is_object()) return Error(at, "must be an object");
     MethodConfig mc;
     if (auto t = entry.find("timeout"); t != entry.end()) {
-      std::optional<Duration> d =
-          t->is_string() ? ParseJsonDuration(t->get_ref<const std::string&>()) : std::nullopt;
-      if (!d) {
-        return Error(at + ".timeout",
-                     absl::StrCat(t->dump(), " is not a duration (want e.g. \"1.5s\")"));
-      }
+      absl::StatusOr<Duration> d = ReadDuration(*t, at + ".timeout");
+      if (!d.ok()) return d.status();
       mc.timeout = *d;
     }
     if (auto w = entry.find("waitForReady"); w != entry.end()) {

@@ -124,7 +124,7 @@ TEST(ServiceConfig, ProblemsAreNamedByTheirJsonPath) {
       {R"({"methodConfig": [{"name": [{"service": "a.B"}], "hedgingPolicy": {}}]})",
        "methodConfig[0].hedgingPolicy.maxAttempts: is required"},
       {R"({"methodConfig": [{"hedgingPolicy": {"maxAttempts": 2, "hedgingDelay": "1"}}]})",
-       "methodConfig[0].hedgingPolicy.hedgingDelay: \"1\" is not a duration"},
+       "methodConfig[0].hedgingPolicy.hedgingDelay: \"1\" is not a duration (want e.g. \"1.5s\")"},
       {R"({"methodConfig": [{"hedgingPolicy": {"maxAttempts": 2,
            "nonFatalStatusCodes": ["UNAVAILABLE", "NOPE"]}}]})",
        "methodConfig[0].hedgingPolicy.nonFatalStatusCodes[1]: \"NOPE\" is not a status code"},
