@@ -123,7 +123,7 @@ TEST(HealthCheck, ABackendNotServingGetsNoNewCallsAndComesBackWhenServing) {
   std::atomic<bool> stop{false};
   std::atomic<int> ok{0}, failed{0};
   Mutex mu;
-  std::string first_failure ABSL_GUARDED_BY(mu);
+  std::string first_failure;  // guarded by mu
   std::vector<std::thread> callers;
   for (int t = 0; t < 4; ++t) {
     callers.emplace_back([&] {
