@@ -204,7 +204,8 @@ ConnectivityState Channel::GetState(bool try_to_connect) {
   channel::ConnectivityState s = state_->Aggregate();
   if (s == channel::ConnectivityState::kIdle && try_to_connect) {
     auto st = state_;
-    Spawn([](std::shared_ptr<channel::ChannelState> st) -> Task<void> {
+    // The caller's own CQ thread (where its blocking calls go) connects.
+    state_->SpawnForBlocking([](std::shared_ptr<channel::ChannelState> st) -> Task<void> {
       std::optional<size_t> i = st->CurrentIndex();
       if (!i) co_return;
       if (auto sc = st->Pick(*i)) {
@@ -238,14 +239,34 @@ bool Channel::WaitForConnected(std::chrono::system_clock::time_point deadline) {
   // On one of the channel's CQ threads: whether it is READY now, without
   // waiting (the connection would be made by the very thread waiting).
   if (state_->CurrentIndex()) return GetState(true) == ConnectivityState::READY;
+  if (!state_->config_error().ok() || !state_->cq()) return false;
   for (;;) {
+    // The CQ thread this thread's blocking calls use picks an address and
+    // takes a lease (dialling if need be): connected there, or not yet.
+    auto connected = std::make_shared<std::promise<bool>>();
+    std::future<bool> result = connected->get_future();
+    state_->SpawnForBlocking(
+        [](std::shared_ptr<channel::ChannelState> st,
+           std::shared_ptr<std::promise<bool>> connected) -> Task<void> {
+          bool ok = false;
+          if (std::optional<size_t> i = st->CurrentIndex()) {
+            if (std::shared_ptr<channel::Subchannel> sc = st->Pick(*i)) {
+              absl::StatusOr<channel::SubchannelLease> lease = sc->pool.TryAcquire();
+              if (!lease.ok() && sc->record->CheckBackoff(Clock::now()).ok()) {
+                lease = co_await sc->pool.Acquire();
+              }
+              ok = lease.ok();
+            }
+          }
+          connected->set_value(ok);
+        }(state_, connected));
+    if (result.wait_until(deadline) == std::future_status::ready && result.get()) return true;
     // Asked again every 50 ms: before the resolver's first answer there is
-    // nothing to connect yet, and a failed attempt leaves the state as it was.
-    ConnectivityState s = GetState(true);
-    if (s == ConnectivityState::READY) return true;
+    // nothing to connect yet, and while the address backs off a dial fails.
     auto now = std::chrono::system_clock::now();
     if (now >= deadline) return false;
-    WaitForStateChange(s, std::min(deadline, now + std::chrono::milliseconds(50)));
+    std::this_thread::sleep_for(std::min<std::chrono::system_clock::duration>(
+        deadline - now, std::chrono::milliseconds(50)));
   }
 }
 

@@ -162,9 +162,13 @@ class Channel {
   // on timeout. On one of the channel's CQ threads it does not wait: it
   // says whether the state differs now.
   bool WaitForStateChange(ConnectivityState last, std::chrono::system_clock::time_point deadline);
-  // Waits until READY or the deadline; false on timeout. On one of the
-  // channel's CQ threads it does not wait: true if READY now (a connection
-  // attempt is started otherwise).
+  // Waits until a call from this thread can go out at once: the CQ thread
+  // this thread's blocking calls use has a connection to an address the
+  // policy picks (other CQ threads connect when they first need to: each
+  // has its own connections). False at the deadline. GetState() is READY
+  // as soon as any CQ thread is connected. On one of the channel's CQ
+  // threads it does not wait: true if READY now (a connection attempt is
+  // started otherwise). Decision 0031.
   bool WaitForConnected(std::chrono::system_clock::time_point deadline);
 
   // Retires every connection made so far, on every thread, lazily (calls in

@@ -619,6 +619,28 @@ TEST(Channel, OneThreadsAsyncCallsSpreadOverTheCqThreadsAndItsBlockingCallsDoNot
   EXPECT_EQ(ch->Metrics().created, created);
 }
 
+// WaitForConnected means a call from this thread goes out at once: the CQ
+// thread its blocking calls use is the one connected.
+TEST(Channel, WaitForConnectedConnectsTheCallersOwnCqThread) {
+  auto server = StartServer();
+  ChannelArguments args;
+  args.SetInt("ringrpc.cq_threads", 4);
+  auto ch = CreateCustomChannel(server->address(), InsecureChannelCredentials(), args);
+  ASSERT_TRUE(ch->WaitForConnected(std::chrono::system_clock::now() + std::chrono::seconds(10)));
+  EXPECT_EQ(ch->GetState(false), ConnectivityState::READY);
+  EXPECT_EQ(ch->Metrics().created, 1u);
+  for (int i = 0; i < 3; ++i) {
+    std::string got;
+    ASSERT_TRUE(Echo(*ch, "after", &got).ok());
+  }
+  EXPECT_EQ(ch->Metrics().created, 1u) << "the blocking calls had to dial: another thread was connected";
+  // Nothing to connect to: false at the deadline.
+  auto dead = CreateChannel(absl::StrCat("127.0.0.1:", FreePort()), InsecureChannelCredentials());
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_FALSE(dead->WaitForConnected(std::chrono::system_clock::now() + milliseconds(300)));
+  EXPECT_GE(std::chrono::steady_clock::now() - start, milliseconds(290));
+}
+
 TEST(Channel, WithoutAReservoirEachThreadDialsItsOwn) {
   auto server = StartServer();
   ChannelArguments args;
