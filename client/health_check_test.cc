@@ -216,6 +216,11 @@ TEST(HealthCheck, OneWatchPerAddressWhateverTheCqThreads) {
     EXPECT_TRUE(s.ok()) << s.error_message();
   }
   // One answer heard per address: one Watch each, not one per CQ thread.
+  // (The calls may all have gone to b before a's first answer came: wait
+  // for both, then give any second watch time to be heard.)
+  ASSERT_TRUE(events->WaitFor(Ipv4(*a), "SERVING"));
+  ASSERT_TRUE(events->WaitFor(Ipv4(*b), "SERVING"));
+  std::this_thread::sleep_for(milliseconds(200));
   EXPECT_EQ(events->Count(Ipv4(*a), "SERVING"), 1);
   EXPECT_EQ(events->Count(Ipv4(*b), "SERVING"), 1);
   EXPECT_EQ(channel->GetState(false), ConnectivityState::READY);
