@@ -161,8 +161,12 @@ TEST_F(HedgingTest, ThrottlingStopsTheCopies) {
 TEST_F(HedgingTest, TryCancelEndsEveryCopy) {
   auto ch = Make(server_->address(), Hedging(3, "0.05s"));
   ClientContext ctx;
+  // Once the server has all three copies (however slow this machine is).
   auto cancel = std::async(std::launch::async, [&] {
-    std::this_thread::sleep_for(milliseconds(300));
+    for (auto until = steady_clock::now() + std::chrono::seconds(10);
+         Stats(server_->address()).calls() < 3 && steady_clock::now() < until;) {
+      std::this_thread::sleep_for(milliseconds(10));
+    }
     ctx.TryCancel();
   });
   const auto start = steady_clock::now();
