@@ -143,9 +143,8 @@ class Channel {
   // blocking stream API): hops to a CQ thread, opens there, waits.
   std::unique_ptr<ClientCall> BlockingOpen(const std::string& method, ClientContext* ctx,
                                            Status* status);
-  // Runs `task` on one of the channel's CQ threads: the calling one if it
-  // is one, else the next in the calling thread's round (async work from
-  // one application thread spreads over the CQ threads; decision 0031).
+  // Runs `task` on one of the channel's CQ threads (chosen by the calling
+  // thread, so one caller keeps to one thread's warm connections).
   void Spawn(Task<void> task);
   // Runs `task` on CQ thread `cq_thread` (< cq_thread_count()), for callers
   // that manage their own affinity. INVALID_ARGUMENT (and `task` dropped
@@ -168,7 +167,8 @@ class Channel {
   // has its own connections). False at the deadline. GetState() is READY
   // as soon as any CQ thread is connected. On one of the channel's CQ
   // threads it does not wait: true if READY now (a connection attempt is
-  // started otherwise). Decision 0031.
+  // started otherwise). False at once for a misconfigured channel.
+  // Decision 0031.
   bool WaitForConnected(std::chrono::system_clock::time_point deadline);
 
   // Retires every connection made so far, on every thread, lazily (calls in
