@@ -600,16 +600,8 @@ TEST(Channel, WithoutAReservoirEachThreadDialsItsOwn) {
   EXPECT_EQ(ch->Metrics().parks, 0u);
 }
 
-// A server that takes each call's stream and then refuses it unprocessed
-// (GOAWAY, last stream id 0): every call on it is "never sent".
-std::unique_ptr<transport::testing::RawServer> RefusingServer() {
-  using namespace transport::testing;  // NOLINT: frame builders
-  return std::make_unique<RawServer>(ServerSettings(),
-                                     Frame(kGoaway, 0, 0, std::string(8, '\0')), 150);
-}
-
 TEST(Channel, AUnaryCallTheServerNeverProcessedIsSentAgainOnlyOnce) {
-  auto refusing = RefusingServer();
+  auto refusing = transport::testing::RefusingServer();
   auto ch = CreateChannel(refusing->address(), InsecureChannelCredentials());
   ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
@@ -620,7 +612,7 @@ TEST(Channel, AUnaryCallTheServerNeverProcessedIsSentAgainOnlyOnce) {
 }
 
 TEST(Channel, RetriesDisabledMeansNotEvenTheTransparentOne) {
-  auto refusing = RefusingServer();
+  auto refusing = transport::testing::RefusingServer();
   ChannelArguments args;
   args.SetInt("grpc.enable_retries", 0);
   auto ch = CreateCustomChannel(refusing->address(), InsecureChannelCredentials(), args);
@@ -662,7 +654,7 @@ Status ServerStream(Channel& ch, int count, int* read) {
 }
 
 TEST(Channel, AStreamTheServerNeverProcessedIsSentAgainOnlyOnce) {
-  auto refusing = RefusingServer();
+  auto refusing = transport::testing::RefusingServer();
   auto ch = CreateChannel(refusing->address(), InsecureChannelCredentials());
   int read = 0;
   Status s = ServerStream(*ch, 2, &read);
@@ -673,7 +665,7 @@ TEST(Channel, AStreamTheServerNeverProcessedIsSentAgainOnlyOnce) {
 }
 
 TEST(Channel, StreamsRefusedByOneBackendSucceedOnAnother) {
-  auto refusing = RefusingServer();
+  auto refusing = transport::testing::RefusingServer();
   auto good = StartServer();
   ChannelArguments args;
   args.SetLoadBalancingPolicyName("round_robin");
@@ -692,7 +684,7 @@ TEST(Channel, StreamsRefusedByOneBackendSucceedOnAnother) {
 }
 
 TEST(Channel, CallsRefusedByOneBackendSucceedOnAnother) {
-  auto refusing = RefusingServer();
+  auto refusing = transport::testing::RefusingServer();
   auto good = StartServer();
   ChannelArguments args;
   args.SetLoadBalancingPolicyName("round_robin");

@@ -783,7 +783,7 @@ Task<std::unique_ptr<ClientCall>> CallOpener::OpenAttempt(
     impl->interceptors = std::move(interceptors);
     impl->alive = std::make_shared<ClientCall::Impl::CancelTarget>(ClientCall::Impl::CancelTarget{
         impl->call.get(), &loop, impl->interceptors.get()});
-    if (st.counts_outstanding()) {
+    if (active.lb_policy == channel::LbPolicy::kLeastRequest) {
       st.CallStarted(a.index, a.sc.get());
       impl->outstanding_counted = true;
       impl->thread = a.index;

@@ -356,20 +356,12 @@ TEST_F(RetryTest, ACallbackBidiStreamIsRetried) {
   EXPECT_THAT(ch->MetricsText(), HasSubstr("ringrpc_retries_total 2\n"));
 }
 
-// A server that takes each stream and refuses it unprocessed (GOAWAY, last
-// stream id 0): every call on it is "never sent".
-std::unique_ptr<transport::testing::RawServer> RefusingServer() {
-  using namespace transport::testing;  // NOLINT: frame builders
-  return std::make_unique<RawServer>(ServerSettings(),
-                                     Frame(kGoaway, 0, 0, std::string(8, '\0')), 150);
-}
-
 // The transparent retry moves a reactor's read, write and finisher, all
 // waiting on the refused attempt, to the next one at once (no backoff),
 // onto a connection this thread already has: the refused attempt must
 // outlive every operation still waking up inside it.
 TEST_F(RetryTest, ACallbackStreamRefusedUnprocessedMovesToAnotherBackendAtOnce) {
-  auto refusing = RefusingServer();
+  auto refusing = transport::testing::RefusingServer();
   ChannelArguments args;
   args.SetInt("ringrpc.cq_threads", 1);
   args.SetLoadBalancingPolicyName("round_robin");

@@ -193,10 +193,6 @@ std::optional<std::string> HealthCheckServiceFor(const ServiceConfig* sc, LbPoli
   return sc->health_check_service;
 }
 
-std::optional<std::string> ChannelConfig::HealthCheckService() const {
-  return HealthCheckServiceFor(service_config.get(), lb_policy, inhibit_health_checking);
-}
-
 absl::StatusOr<ChannelConfig> ParseChannelArguments(const ChannelArguments& args) {
   ChannelConfig c;
   c.pool.max_size = 2;

@@ -92,11 +92,6 @@ struct ChannelConfig {
   // CreateCustomChannelWithInterceptors' factories (null: none).
   std::shared_ptr<const std::vector<std::unique_ptr<experimental::ClientInterceptorFactoryInterface>>>
       interceptors;
-
-  // The service name to health-check each address with (gRFC A17), or
-  // nullopt: the service config names none, grpc.inhibit_health_checking
-  // is set, or the policy is pick_first (which, as in gRPC, never checks).
-  std::optional<std::string> HealthCheckService() const;
 };
 
 absl::StatusOr<ChannelConfig> ParseChannelArguments(const ChannelArguments& args);

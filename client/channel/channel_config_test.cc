@@ -93,7 +93,9 @@ TEST(ChannelConfig, HealthCheckingNeedsAPolicyThatUsesItAndNoInhibition) {
     if (inhibit >= 0) a.SetInt("grpc.inhibit_health_checking", inhibit);
     absl::StatusOr<ChannelConfig> c = ParseChannelArguments(a);
     EXPECT_TRUE(c.ok()) << c.status();
-    return c.ok() ? c->HealthCheckService() : std::nullopt;
+    return c.ok() ? HealthCheckServiceFor(c->service_config.get(), c->lb_policy,
+                                          c->inhibit_health_checking)
+                   : std::nullopt;
   };
   constexpr const char* kRoundRobin =
       R"({"loadBalancingConfig": [{"round_robin": {}}], "healthCheckConfig": {"serviceName": "s"}})";

@@ -133,10 +133,9 @@ class ChannelState : public std::enable_shared_from_this<ChannelState> {
   std::shared_ptr<Subchannel> Pick(size_t thread);
   // least_request's count of a call on `sc` from CQ thread `thread` (that
   // thread only): started when the call has its stream, ended when the
-  // call is destroyed. No-ops under other policies.
+  // call is destroyed; called only for calls under least_request.
   void CallStarted(size_t thread, Subchannel* sc);
   void CallEnded(size_t thread, Subchannel* sc);
-  bool counts_outstanding() const { return active().lb_policy == LbPolicy::kLeastRequest; }
   // CQ thread `thread` only: its list has an address other than `sc` that
   // is not in TRANSIENT_FAILURE.
   bool AnotherUsable(size_t thread, const std::shared_ptr<Subchannel>& sc) const;

@@ -14,6 +14,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -201,6 +202,13 @@ class RawServer {
   std::atomic<size_t> accepts_{0};
   std::atomic<size_t> received_{0};
 };
+
+// A server that takes each call's stream and then refuses it unprocessed
+// (GOAWAY, last stream id 0): every call on it is "never sent".
+inline std::unique_ptr<RawServer> RefusingServer() {
+  return std::make_unique<RawServer>(ServerSettings(), Frame(kGoaway, 0, 0, std::string(8, '\0')),
+                                     150);
+}
 
 }  // namespace ringrpc::transport::testing
 
