@@ -245,21 +245,34 @@ bool Channel::WaitForConnected(std::chrono::system_clock::time_point deadline) {
     // takes a lease (dialling if need be): connected there, or not yet.
     auto connected = std::make_shared<std::promise<bool>>();
     std::future<bool> result = connected->get_future();
+    // The wait for a lease ends with the caller's deadline: the task holds
+    // the channel, and must not outlive the caller's interest in it.
+    const TimePoint until = channel::ToLoopTime(deadline, Clock::now());  // saturating
+    const Duration left = until == TimePoint::max() ? Duration(std::chrono::hours(24 * 365))
+                                                    : until - Clock::now() + std::chrono::milliseconds(1);
     state_->SpawnForBlocking(
-        [](std::shared_ptr<channel::ChannelState> st,
-           std::shared_ptr<std::promise<bool>> connected) -> Task<void> {
+        [](std::shared_ptr<channel::ChannelState> st, std::shared_ptr<std::promise<bool>> connected,
+           Duration left) -> Task<void> {
           bool ok = false;
           if (std::optional<size_t> i = st->CurrentIndex()) {
             if (std::shared_ptr<channel::Subchannel> sc = st->Pick(*i)) {
               absl::StatusOr<channel::SubchannelLease> lease = sc->pool.TryAcquire();
               if (!lease.ok() && sc->record->CheckBackoff(Clock::now()).ok()) {
-                lease = co_await sc->pool.Acquire();
+                auto acquire = [](channel::SubchannelPool p)
+                    -> Task<absl::StatusOr<channel::SubchannelLease>> {
+                  co_return co_await p.Acquire();
+                };
+                std::optional<absl::StatusOr<channel::SubchannelLease>> waited =
+                    co_await runtime::WithTimeout<absl::StatusOr<channel::SubchannelLease>>(
+                        st->cq()->loop(*i), acquire(sc->pool), left);
+                ok = waited && waited->ok();
+              } else {
+                ok = lease.ok();
               }
-              ok = lease.ok();
             }
           }
           connected->set_value(ok);
-        }(state_, connected));
+        }(state_, connected, left));
     if (result.wait_until(deadline) == std::future_status::ready && result.get()) return true;
     // Asked again every 50 ms: before the resolver's first answer there is
     // nothing to connect yet, and while the address backs off a dial fails.
