@@ -13,7 +13,8 @@
 #include "absl/strings/str_cat.h"
 #include "client/channel/channel_config.h"
 #include "client/channel/channel_state.h"
-#include "client/channel/resolver.h"
+#include "client/channel/dns_resolver.h"
+#include "client/channel/static_resolver.h"
 #include "client/channel/subchannel.h"
 #include "client/channel/target.h"
 #include "client/internal/call_opener.h"
@@ -412,8 +413,13 @@ std::shared_ptr<Channel> experimental::CreateCustomChannelWithInterceptors(
   if (t->kind == channel::Target::Kind::kStatic) {
     resolver = std::make_shared<channel::StaticResolver>(t->addresses);
   } else {
+    const channel::ChannelConfig& c = state->config();
     resolver = std::make_shared<channel::DnsResolver>(
-        t->host, t->port, state->config().dns_min_time_between_resolutions);
+        t->host, t->port,
+        channel::DnsResolver::Options{.server = t->dns_server,
+                                      .min_interval = c.dns_min_time_between_resolutions,
+                                      .query_timeout = c.dns_query_timeout,
+                                      .request_service_config = c.dns_txt_service_config});
   }
   channel::ChannelState::Start(state, std::move(resolver));
   return channel;

@@ -2,7 +2,7 @@
 // to plug in your own discovery (CreateChannelWithResolver), and a manual
 // resolver you push address lists into (tests, or discovery you drive).
 // The resolvers ringrpc picks from a target (static ipv4:/ipv6:/unix:
-// lists, DNS) are in client/channel/resolver.h.
+// lists, DNS) are in client/channel/static_resolver.h and dns_resolver.h.
 //
 // A resolver may also deliver a service config with its addresses
 // (ResolverResult): the channel uses it instead of its default
@@ -44,6 +44,10 @@ using AddressList = std::vector<transport::Address>;
 struct ResolverResult {
   AddressList addresses;
   std::optional<std::string> service_config;
+  // Not OK: the resolver found a service config it could not read (a DNS
+  // TXT record that is not a list of choices); the channel treats it as an
+  // invalid config (the last valid one is kept), saying this.
+  absl::Status service_config_error;
 };
 
 // Where a resolver sends what it finds. Call it with an address list (or

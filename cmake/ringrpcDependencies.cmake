@@ -19,6 +19,7 @@ _ringrpc_find_package(ZLIB)
 _ringrpc_find_package(PkgConfig)
 pkg_check_modules(RINGRPC_URING REQUIRED IMPORTED_TARGET liburing)
 pkg_check_modules(RINGRPC_NGHTTP2 REQUIRED IMPORTED_TARGET libnghttp2)
+pkg_check_modules(RINGRPC_CARES REQUIRED IMPORTED_TARGET libcares)
 set(RINGRPC_LINK_LIBRARIES
   protobuf::libprotobuf
   absl::status
@@ -32,6 +33,7 @@ set(RINGRPC_LINK_LIBRARIES
   absl::base
   PkgConfig::RINGRPC_URING
   PkgConfig::RINGRPC_NGHTTP2
+  PkgConfig::RINGRPC_CARES
   OpenSSL::SSL
   OpenSSL::Crypto
   ZLIB::ZLIB

@@ -10,9 +10,9 @@ set(RINGRPC_SOURCES
   client/channel/channel_config.cc
   client/channel/channel_state.cc
   client/channel/connectivity_state.cc
+  client/channel/dns_resolver.cc
   client/channel/health_check.cc
   client/channel/lb_policy.cc
-  client/channel/resolver.cc
   client/channel/service_config.cc
   client/channel/subchannel.cc
   client/channel/target.cc
@@ -57,11 +57,12 @@ set(RINGRPC_HEADERS
   client/channel/channel_config.h
   client/channel/channel_state.h
   client/channel/connectivity_state.h
+  client/channel/dns_resolver.h
   client/channel/health_check.h
   client/channel/lb_policy.h
-  client/channel/resolver.h
   client/channel/retry_throttle.h
   client/channel/service_config.h
+  client/channel/static_resolver.h
   client/channel/subchannel.h
   client/channel/target.h
   client/channel_arguments.h

@@ -8,9 +8,10 @@ PACKAGES=(
   g++ clang libclang-rt-14-dev
   libgrpc++-dev protobuf-compiler-grpc
   libprotobuf-dev libprotoc-dev protobuf-compiler
-  libabsl-dev liburing-dev libnghttp2-dev libssl-dev
+  libabsl-dev liburing-dev libnghttp2-dev libssl-dev libc-ares-dev
   libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev
   cmake make pkgconf
+  dnsmasq-base
 )
 
 missing=()

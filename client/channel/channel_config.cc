@@ -106,8 +106,12 @@ void ReadChannelArgs(Reader& r, ChannelConfig& c) {
   r.Int("grpc.per_rpc_retry_buffer_size", 0, INT_MAX,
         [&](int v) { c.per_rpc_retry_buffer_size = size_t(v); });
   r.Int("grpc.inhibit_health_checking", 0, 1, [&](int v) { c.inhibit_health_checking = v == 1; });
-  r.Int("grpc.service_config_disable_resolution", 0, 1,
-        [&](int v) { c.service_config_disable_resolution = v == 1; });
+  r.Int("grpc.service_config_disable_resolution", 0, 1, [&](int v) {
+    c.service_config_disable_resolution = v == 1;
+    c.dns_txt_service_config = v == 0;  // DNS asks for TXT only when told to, as grpc++
+  });
+  r.Int("grpc.dns_ares_query_timeout", 0, INT_MAX,
+        [&](int v) { c.dns_query_timeout = Ms(v); });
   r.String("grpc.service_config", [&](const std::string& v) -> absl::Status {
     absl::StatusOr<ServiceConfig> sc =
         ParseServiceConfig(v, {.retries_enabled = c.enable_retries});

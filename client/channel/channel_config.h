@@ -54,6 +54,13 @@ struct ChannelConfig {
   // counts -- this CQ thread's (false, the default) or every thread's.
   bool least_request_channel_wide = false;
   Duration dns_min_time_between_resolutions = std::chrono::seconds(30);
+  // grpc.dns_ares_query_timeout: a DNS resolution's limit (0: c-ares' own
+  // retries only).
+  Duration dns_query_timeout = std::chrono::seconds(120);
+  // The DNS resolver asks for _grpc_config TXT records: only when
+  // grpc.service_config_disable_resolution is set to 0 (grpc++'s rule: off
+  // unless asked for).
+  bool dns_txt_service_config = false;
   bool use_local_subchannel_pool = false;
   // CQ threads of the channel's own set; 0 = the process-wide shared set.
   size_t cq_threads = 0;

@@ -186,11 +186,14 @@ const ActiveConfig* ChannelState::ConfigFor(const std::string& json,
   return configs_.back().second.get();
 }
 
-void ChannelState::ApplyResolverConfig(const std::optional<std::string>& json) {
+void ChannelState::ApplyResolverConfig(const ResolverResult& result) {
   const ActiveConfig* next = configs_.front().second.get();  // the default
-  if (json && !config_.service_config_disable_resolution) {
+  const std::optional<std::string>& json = result.service_config;
+  if ((json || !result.service_config_error.ok()) && !config_.service_config_disable_resolution) {
     absl::StatusOr<ServiceConfig> parsed =
-        ParseServiceConfig(*json, {.retries_enabled = config_.enable_retries});
+        !result.service_config_error.ok()
+            ? absl::StatusOr<ServiceConfig>(result.service_config_error)
+            : ParseServiceConfig(*json, {.retries_enabled = config_.enable_retries});
     if (parsed.ok()) {
       next = ConfigFor(*json, std::make_shared<const ServiceConfig>(std::move(*parsed)),
                        absl::OkStatus());
@@ -236,7 +239,7 @@ void ChannelState::OnResolverUpdate(absl::StatusOr<ResolverResult> result) {
   {
     MutexLock lock(&mu_);
     const std::optional<std::string> health_before = active().health_service;
-    ApplyResolverConfig(result->service_config);
+    ApplyResolverConfig(*result);
     const std::optional<std::string>& health = active().health_service;
     resolver_error_ = update->empty()
                           ? absl::UnavailableError("the resolver returned no addresses")

@@ -46,7 +46,7 @@
 #include "client/channel/channel_config.h"
 #include "client/channel/retry_throttle.h"
 #include "client/channel/lb_policy.h"
-#include "client/channel/resolver.h"
+#include "client/resolver.h"
 #include "client/channel/subchannel.h"
 #include "client/channel_arguments.h"
 #include "client/resolver.h"
@@ -212,7 +212,7 @@ class ChannelState : public std::enable_shared_from_this<ChannelState> {
                                 absl::Status error) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The resolver's config (or its absence) applied; the health service
   // before and after.
-  void ApplyResolverConfig(const std::optional<std::string>& json)
+  void ApplyResolverConfig(const ResolverResult& result)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // Each CQ thread's view of the list and its round-robin cursor; touched

@@ -84,6 +84,23 @@ absl::StatusOr<Target> StaticList(std::string_view target, std::string_view list
 
 }  // namespace
 
+absl::StatusOr<std::string> ParseDnsServer(std::string_view authority) {
+  // c-ares takes IP addresses only: a server named by a host name would
+  // need a resolver to find the resolver.
+  std::string with_port(authority);
+  bool has_port = authority.front() == '['
+                      ? authority.find("]:") != std::string_view::npos
+                      : authority.find(':') != std::string_view::npos;
+  if (!has_port) with_port += ":53";
+  absl::StatusOr<transport::Address> a = transport::Address::Parse(with_port);
+  if (!a.ok() || (a->family() != AF_INET && a->family() != AF_INET6)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the DNS server \"", Printable(authority),
+        "\" is not an IP address with an optional port (a.b.c.d[:port] or [v6][:port])"));
+  }
+  return a->ToString();
+}
+
 absl::StatusOr<Target> ParseTarget(std::string_view target) {
   if (target.empty()) return Bad(target, "empty");
   if (target.rfind("unix-abstract:", 0) != 0 && target.find('\0') != std::string_view::npos) {
@@ -102,12 +119,21 @@ absl::StatusOr<Target> ParseTarget(std::string_view target) {
   if (target.rfind("ipv6:", 0) == 0) return StaticList(target, target.substr(5), "ipv6");
   if (target.rfind("dns:", 0) == 0) {
     std::string_view rest = target.substr(4);
+    std::string server;
     if (rest.rfind("//", 0) == 0) {  // dns://[dns-server]/host:port
       size_t slash = rest.find('/', 2);
       if (slash == std::string_view::npos) return Bad(target, "expected dns:///host:port");
+      std::string_view authority = rest.substr(2, slash - 2);
+      if (!authority.empty()) {
+        absl::StatusOr<std::string> s = ParseDnsServer(authority);
+        if (!s.ok()) return Bad(target, std::string(s.status().message()));
+        server = *std::move(s);
+      }
       rest = rest.substr(slash + 1);
     }
-    return HostPort(target, rest);
+    absl::StatusOr<Target> t = HostPort(target, rest);
+    if (t.ok()) t->dns_server = std::move(server);
+    return t;
   }
   if (size_t scheme = target.find("://"); scheme != std::string_view::npos) {
     return Bad(target, absl::StrCat("unknown scheme \"", Printable(target.substr(0, scheme)),

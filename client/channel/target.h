@@ -1,6 +1,6 @@
 // client/channel/target.h — parsing a channel target URI.
 //
-//   dns:///host:port, dns://dns-server/host:port, dns:host:port, host:port
+//   dns:///host:port, dns://dns-server-ip[:port]/host:port, dns:host:port, host:port
 //   ipv4:a.b.c.d:port[,a.b.c.d:port...]
 //   ipv6:[addr]:port[,[addr]:port...]
 //   unix:path, unix:///abs/path, unix-abstract:name
@@ -24,6 +24,8 @@ struct Target {
   // kDns: what to resolve.
   std::string host;
   uint16_t port = 443;
+  // The DNS server to ask (dns://server/name): "ip:port"; empty: the system's.
+  std::string dns_server;
   // kStatic: the addresses themselves.
   std::vector<transport::Address> addresses;
   // The :authority calls carry unless grpc.default_authority overrides it.
@@ -31,6 +33,11 @@ struct Target {
 };
 
 absl::StatusOr<Target> ParseTarget(std::string_view target);
+
+// The DNS server a dns:// authority names, "a.b.c.d[:port]" or
+// "[v6][:port]" (port 53 when absent), as "ip:port"; INVALID_ARGUMENT for
+// anything else (c-ares asks servers by address only).
+absl::StatusOr<std::string> ParseDnsServer(std::string_view authority);
 
 }  // namespace ringrpc::channel
 

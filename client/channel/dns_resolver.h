@@ -1,0 +1,87 @@
+// client/channel/dns_resolver.h — the `dns` resolver: c-ares (what grpc++
+// uses) on a thread of its own, never on a CQ thread.
+//
+// A and AAAA records (sorted by c-ares as RFC 6724 says), /etc/hosts first;
+// "localhost" and names under it are the loopback addresses [::1] and
+// 127.0.0.1 without asking anyone (RFC 6761). The DNS server is the system's
+// (/etc/resolv.conf) unless the target names one (dns://10.0.0.53:5353/name).
+// With request_service_config it also asks for the TXT record
+// _grpc_config.<name> (gRFC A2) and delivers the service config it chooses.
+//
+// It resolves when started, then only when asked (a connection to one of
+// its addresses failed or was lost), never more often than min_interval; a
+// failed resolution is retried by itself with gRPC's backoff (1 s, x1.6,
+// up to 120 s). A query that has no answer within query_timeout fails
+// UNAVAILABLE saying so. Shutdown cancels a query in flight.
+//
+// Threading: as for every Resolver (client/resolver.h): the listener is
+// called on the resolver's thread, one call at a time.
+//
+//   auto r = std::make_shared<DnsResolver>("svc.local", 50051, DnsResolver::Options{});
+//   r->Start([](absl::StatusOr<ResolverResult> update) { ... });
+#ifndef RINGRPC_CLIENT_CHANNEL_DNS_RESOLVER_H_
+#define RINGRPC_CLIENT_CHANNEL_DNS_RESOLVER_H_
+
+#include <atomic>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <thread>
+
+#include "absl/status/statusor.h"
+#include "base/mutex.h"
+#include "base/time.h"
+#include "client/resolver.h"
+
+namespace ringrpc::channel {
+
+class DnsResolver final : public Resolver {
+ public:
+  struct Options {
+    // "ip:port", "ip" (port 53) or "[ipv6]:port"; empty: the system's.
+    std::string server;
+    Duration min_interval = std::chrono::seconds(30);
+    // Zero: no limit but c-ares' own retries.
+    Duration query_timeout = std::chrono::seconds(120);
+    bool request_service_config = false;
+  };
+
+  DnsResolver(std::string host, uint16_t port, Options options);
+  ~DnsResolver() override;
+  void Start(ResolverListener listener) override;
+  void RequestReresolution() override;
+  void Shutdown() override;
+  int resolutions() const { return resolutions_; }
+
+ private:
+  struct Lookup;
+  void Loop();
+  absl::StatusOr<ResolverResult> ResolveOnce(void* ares_channel);
+
+  const std::string host_;
+  const uint16_t port_;
+  const Options options_;
+  int wake_fd_ = -1;  // an eventfd: Shutdown ends a query in flight
+  Mutex mu_;
+  CondVar cv_;
+  bool requested_ ABSL_GUARDED_BY(mu_) = false;
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  ResolverListener listener_ ABSL_GUARDED_BY(mu_);
+  std::thread thread_;
+  std::atomic<int> resolutions_{0};
+};
+
+// The service config the TXT record `payload` (what follows "grpc_config=")
+// chooses for this client (gRFC A2): the first choice whose clientLanguage
+// (if any) lists "c++", whose clientHostname (if any) lists `hostname`,
+// and whose percentage (if any) exceeds `percent` (0..99, drawn once per
+// resolution); nullopt when none does. INVALID_ARGUMENT naming the field
+// when the record is not a list of choices as A2 defines them.
+absl::StatusOr<std::optional<std::string>> ChooseServiceConfig(std::string_view payload,
+                                                              std::string_view hostname,
+                                                              int percent);
+
+}  // namespace ringrpc::channel
+
+#endif  // RINGRPC_CLIENT_CHANNEL_DNS_RESOLVER_H_
