@@ -625,6 +625,35 @@ TEST(Channel, RetriesDisabledMeansNotEvenTheTransparentOne) {
   EXPECT_THAT(ch->MetricsText(), HasSubstr("ringrpc_transparent_retries_total 0\n"));
 }
 
+// A server that lowers SETTINGS_MAX_CONCURRENT_STREAMS on a live connection
+// (to 1, while one call is open on it): the next call goes to another
+// connection, not RESOURCE_EXHAUSTED from a capacity fixed at connect time.
+TEST(Channel, ServerLoweringMaxConcurrentStreamsLiveSendsTheNextCallElsewhere) {
+  // SETTINGS_MAX_CONCURRENT_STREAMS (0x3) = 1, 300 ms after the call opened.
+  const std::string lower = transport::testing::Frame(
+      transport::testing::kSettings, 0, 0, std::string("\x00\x03\x00\x00\x00\x01", 6));
+  transport::testing::RawServer server(transport::testing::ServerSettings(), lower, 300);
+  ChannelArguments args;
+  args.SetInt("ringrpc.cq_threads", 1);  // both calls on one CQ thread's pool
+  auto ch = CreateCustomChannel(server.address(), InsecureChannelCredentials(), args);
+  std::thread first([&] {
+    ClientContext ctx;  // never answered: ends at its deadline
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(3));
+    Status s = Echo(*ch, "x", nullptr, &ctx);
+    EXPECT_EQ(s.error_code(), StatusCode::DEADLINE_EXCEEDED) << s.ToString();
+  });
+  for (int i = 0; i < 200 && server.accepts() == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(900));  // the limit is lowered
+  ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(800));
+  Status s = Echo(*ch, "y", nullptr, &ctx);
+  EXPECT_EQ(s.error_code(), StatusCode::DEADLINE_EXCEEDED) << s.ToString();
+  EXPECT_EQ(server.accepts(), 2u) << "the second call should have had a connection of its own";
+  first.join();
+}
+
 // A server stream of `count` messages opened on a CQ thread: its status,
 // and the messages read.
 Status ServerStream(Channel& ch, int count, int* read) {

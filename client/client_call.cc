@@ -660,6 +660,32 @@ Task<std::unique_ptr<ClientCall>> CallOpener::Open(
   co_return call;
 }
 
+namespace {
+
+bool Cancelled(const ClientContext& ctx) {
+  const std::shared_ptr<CancelState>& cs = CallAccess::cancel(ctx);
+  MutexLock lock(&cs->mu);
+  return cs->cancelled;
+}
+
+// Until the resolver has answered once, the service config in force is not
+// known (the resolver may deliver one, gRFC A21): a call waits for that
+// answer before reading it, as gRPC queues calls until the resolver has
+// answered, within the call's own deadline (a cancelled call or one past
+// its deadline goes on to fail as such). The warm path: one acquire load.
+Task<void> AwaitFirstResolution(ChannelState& st, runtime::EventLoop& loop,
+                                const ClientContext& ctx) {
+  // A misconfigured channel never starts its resolver: its calls fail at once.
+  if (st.resolved_once() || !st.config_error().ok()) co_return;
+  const TimePoint deadline =
+      ctx.deadline() ? channel::ToLoopTime(*ctx.deadline(), loop.Now()) : TimePoint::max();
+  while (!st.resolved_once() && loop.Now() < deadline && !Cancelled(ctx)) {
+    co_await SleepUntil(loop, std::min(deadline, loop.Now() + channel::kHealthPoll));
+  }
+}
+
+}  // namespace
+
 TimePoint CallOpener::CallDeadline(runtime::EventLoop& loop, const ClientContext& ctx,
                                    const channel::MethodConfig* mc) {
   TimePoint deadline =
@@ -691,6 +717,7 @@ Task<std::unique_ptr<ClientCall>> CallOpener::OpenAttempt(
     co_return nullptr;
   }
   runtime::EventLoop& loop = st.cq()->loop(*index);
+  if (plan == nullptr || plan->config == nullptr) co_await AwaitFirstResolution(st, loop, *ctx);
   // The service config in force when the call started (the resolver's or
   // the default; gRFC A21) and its entry for the method (read-only,
   // shared): its timeout bounds the call's own deadline, its waitForReady
@@ -767,6 +794,16 @@ Task<std::unique_ptr<ClientCall>> CallOpener::OpenAttempt(
       if (call.status().code() == absl::StatusCode::kUnavailable &&
           a.number < channel::kMaxStartRetries) {
         leased.Poison();  // closed or draining: never lease it again
+        continue;
+      }
+      // The server lowered MAX_CONCURRENT_STREAMS since the connection
+      // came: returning the lease tells the pool the connection's new
+      // capacity (it is not leased past it again), and the call picks again
+      // (another connection, a new one, or a wait for a free stream).
+      if (call.status().code() == absl::StatusCode::kResourceExhausted &&
+          (*leased)->active_calls() >= (*leased)->max_concurrent_streams() &&
+          a.number < channel::kMaxStartRetries) {
+        leased = SubchannelLease();
         continue;
       }
       *out = Status::FromAbsl(call.status());
@@ -874,11 +911,6 @@ Duration GrowBackoff(const channel::RetryPolicy& policy, Duration backoff) {
              : std::chrono::duration_cast<Duration>(std::chrono::duration<double>(next));
 }
 
-bool Cancelled(const ClientContext& ctx) {
-  const std::shared_ptr<CancelState>& cs = CallAccess::cancel(ctx);
-  MutexLock lock(&cs->mu);
-  return cs->cancelled;
-}
 
 }  // namespace
 
@@ -888,6 +920,7 @@ Task<Status> CallOpener::UnaryAttempts(std::shared_ptr<channel::ChannelState> se
                                        channel::MethodRow* metrics_row) {
   ChannelState& st = *self;
   const std::optional<size_t> index = st.CurrentIndex();
+  if (index && ctx != nullptr) co_await AwaitFirstResolution(st, st.cq()->loop(*index), *ctx);
   const channel::ActiveConfig& active = st.active();  // for the whole call
   const channel::MethodConfig* mc =
       active.service_config ? active.service_config->Find(method) : nullptr;

@@ -14,6 +14,7 @@ const char* SubchannelEventKindName(SubchannelEvent::Kind kind) {
     case SubchannelEvent::Kind::kPark: return "park";
     case SubchannelEvent::Kind::kUnpark: return "unpark";
     case SubchannelEvent::Kind::kHealth: return "health";
+    case SubchannelEvent::Kind::kConnectionLost: return "connection_lost";
   }
   return "?";
 }

@@ -29,6 +29,9 @@ struct SubchannelEvent {
     kUnpark,         // and was taken by another thread
     kHealth,         // its health check (gRFC A17) changed its answer:
                      // reason starts with SERVING, NOT_SERVING, UNKNOWN, ...
+    kConnectionLost,  // the server ended a connection (GOAWAY) or it failed
+                      // (socket error, keepalive timeout): reason says how.
+                      // The channel asks its resolver to resolve again.
   };
   Kind kind;
   std::string address;

@@ -76,6 +76,24 @@ std::shared_ptr<ChannelState> ChannelState::Create(const ChannelArguments& args)
   return state;
 }
 
+// A connection to one of the addresses was lost (GOAWAY, a failure) or a
+// dial failed: the addresses may have moved, so resolve again (the
+// resolver keeps its own minimum interval). As gRPC's LB policies do.
+class ChannelState::Reresolver final : public SubchannelEventListener {
+ public:
+  explicit Reresolver(std::weak_ptr<Resolver> r) : resolver_(std::move(r)) {}
+  void OnSubchannelEvent(const SubchannelEvent& e) override {
+    if (e.kind != SubchannelEvent::Kind::kConnectionLost &&
+        e.kind != SubchannelEvent::Kind::kConnectFailed) {
+      return;
+    }
+    if (std::shared_ptr<Resolver> r = resolver_.lock()) r->RequestReresolution();
+  }
+
+ private:
+  const std::weak_ptr<Resolver> resolver_;
+};
+
 void ChannelState::Start(const std::shared_ptr<ChannelState>& state,
                          std::shared_ptr<Resolver> resolver) {
   // The configuration is final now (Create's caller may have adjusted it):
@@ -93,6 +111,7 @@ void ChannelState::Start(const std::shared_ptr<ChannelState>& state,
     seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
   }
   state->resolver_ = std::move(resolver);
+  state->reresolver_ = std::make_shared<Reresolver>(state->resolver_);
   std::weak_ptr<ChannelState> weak = state;
   state->resolver_->Start([weak](absl::StatusOr<ResolverResult> update) {
     std::shared_ptr<ChannelState> s = weak.lock();
@@ -118,7 +137,10 @@ ChannelState::~ChannelState() {
     MutexLock lock(&mu_);
     all.swap(list_);
   }
-  for (auto& sc : all) SubchannelRegistry::Global().Detach(sc, *cq_, listener_);
+  for (auto& sc : all) {
+    sc->events->Remove(reresolver_);
+    SubchannelRegistry::Global().Detach(sc, *cq_, listener_);
+  }
 }
 
 // ---- threads ------------------------------------------------------------------------
@@ -155,6 +177,7 @@ void ChannelState::PostToAll(std::function<void()> fn) {
 }
 
 // ---- resolver updates -------------------------------------------------------------------
+
 
 // ---- the service config in force (gRFC A21) ------------------------------------------------
 
@@ -262,6 +285,7 @@ void ChannelState::OnResolverUpdate(absl::StatusOr<ResolverResult> result) {
           (*update)[i], config_, *cq_, config_.use_local_subchannel_pool, seed_++, listener_,
           health);
       if (!sc.ok()) continue;  // config was validated: cannot happen
+      (*sc)->events->Add(reresolver_);
       fresh.push_back(*sc);
     }
     for (auto& sc : list_) {
@@ -289,7 +313,10 @@ void ChannelState::OnResolverUpdate(absl::StatusOr<ResolverResult> result) {
     for (auto& sc : kept) sc->pool.ReapLocalShard();
   });
   // The last channel to let go of an address closes its pool.
-  for (auto& sc : gone) SubchannelRegistry::Global().Detach(sc, *cq_, listener_);
+  for (auto& sc : gone) {
+    sc->events->Remove(reresolver_);
+    SubchannelRegistry::Global().Detach(sc, *cq_, listener_);
+  }
 }
 
 // ---- picking ---------------------------------------------------------------------------

@@ -174,6 +174,7 @@ class ChannelState : public std::enable_shared_from_this<ChannelState> {
   }
 
  private:
+  class Reresolver;
   ChannelState() = default;
   void PostToAll(std::function<void()> fn);
 
@@ -182,6 +183,9 @@ class ChannelState : public std::enable_shared_from_this<ChannelState> {
   std::shared_ptr<runtime::CqThreads> cq_;
   std::shared_ptr<Resolver> resolver_;
   std::shared_ptr<SubchannelEventListener> listener_;
+  // Hears the subchannels' lost connections and failed dials: asks the
+  // resolver (held weakly: it may be gone) to resolve again.
+  std::shared_ptr<SubchannelEventListener> reresolver_;
   std::unique_ptr<CallMetricsTable> call_metrics_;
 
   mutable Mutex mu_;

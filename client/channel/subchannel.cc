@@ -1,6 +1,7 @@
 #include "client/channel/subchannel.h"
 
 #include <algorithm>
+#include <climits>
 
 #include "absl/strings/str_cat.h"
 #include "client/channel/health_check.h"
@@ -46,6 +47,14 @@ void AddressRecord::OnConnectFailed(const absl::Status& error, TimePoint now) {
   Set(ConnectivityState::kTransientFailure);
 }
 
+std::optional<Duration> AddressRecord::KeepaliveTime(std::optional<Duration> configured) const {
+  if (!configured) return std::nullopt;
+  const Duration cap = std::chrono::milliseconds(INT_MAX);
+  Duration t = *configured;
+  for (int i = keepalive_doublings_.load(std::memory_order_relaxed); i > 0 && t < cap; --i) t *= 2;
+  return std::min(t, cap);
+}
+
 absl::Status AddressRecord::last_error() const {
   MutexLock lock(&mu_);
   return last_error_;
@@ -55,6 +64,9 @@ TimePoint AddressRecord::next_attempt() const {
   MutexLock lock(&mu_);
   return next_attempt_;
 }
+
+// HTTP/2's ENHANCE_YOUR_CALM error code (RFC 9113 section 7).
+constexpr uint32_t kEnhanceYourCalm = 0xb;
 
 Task<absl::StatusOr<SubchannelManager::Connection>> SubchannelManager::Connect() {
   runtime::EventLoop* loop = runtime::EventLoop::Current();
@@ -68,10 +80,26 @@ Task<absl::StatusOr<SubchannelManager::Connection>> SubchannelManager::Connect()
   // ringrpc.connect_timeout_ms when the user set it (which before overwrote
   // nothing: a 300 ms setting still waited 20 s on a silent server).
   o.connect_timeout = std::min(options.connect_timeout, *may);
+  o.keepalive_time = record->KeepaliveTime(options.keepalive_time);
   absl::StatusOr<Connection> c =
       co_await transport::Http2Connection::Connect(*loop, record->address(), o);
   if (c.ok()) {
     record->OnConnected();
+    transport::Http2Connection* conn = c->get();  // the handler runs inside it
+    (*c)->OnLost([conn, record = record, events = events,
+                  configured = options.keepalive_time](const absl::Status& why) {
+      std::string reason(why.message());
+      if (conn->goaway_code() == kEnhanceYourCalm &&
+          conn->goaway_debug() == "too_many_pings") {
+        record->OnTooManyPings();
+        if (std::optional<Duration> t = record->KeepaliveTime(configured)) {
+          absl::StrAppend(&reason, "; keepalive time for this address now ",
+                          std::chrono::duration_cast<std::chrono::milliseconds>(*t).count(),
+                          " ms");
+        }
+      }
+      if (events) events->Emit(SubchannelEvent::Kind::kConnectionLost, std::move(reason));
+    });
   } else {
     record->OnConnectFailed(c.status(), loop->Now());
   }
@@ -192,6 +220,7 @@ absl::StatusOr<std::shared_ptr<Subchannel>> SubchannelRegistry::Attach(
     auto manager = std::make_shared<SubchannelManager>();
     manager->record = record;
     manager->options = config.connection;
+    manager->events = events;
     pool::PoolConfig pc = config.pool;
     pc.observer = events;
     std::shared_ptr<pool::Exchange<SubchannelManager::Detached>> reservoir;

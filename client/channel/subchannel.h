@@ -57,6 +57,11 @@ class AddressRecord {
   absl::Status last_error() const;
   TimePoint next_attempt() const;
   uint64_t connect_attempts() const { return attempts_.load(); }
+  // The keepalive time this address's new connections use: the configured
+  // one, doubled for each GOAWAY ENHANCE_YOUR_CALM "too_many_pings" (gRFC
+  // A8), at most INT_MAX ms.
+  std::optional<Duration> KeepaliveTime(std::optional<Duration> configured) const;
+  void OnTooManyPings() { keepalive_doublings_.fetch_add(1, std::memory_order_relaxed); }
 
  private:
   void Set(ConnectivityState s);
@@ -65,6 +70,7 @@ class AddressRecord {
   const std::string name_;
   std::atomic<ConnectivityState> state_{ConnectivityState::kIdle};
   std::atomic<uint64_t> attempts_{0};
+  std::atomic<int> keepalive_doublings_{0};
   mutable Mutex mu_;
   ConnectionBackoff backoff_ ABSL_GUARDED_BY(mu_);
   uint64_t rng_ ABSL_GUARDED_BY(mu_);
@@ -73,12 +79,16 @@ class AddressRecord {
 };
 
 // The pool's manager: dials the address on the calling CQ thread's loop.
+class EventHub;
+
 struct SubchannelManager {
   using Connection = std::shared_ptr<transport::Http2Connection>;
   using Detached = transport::DetachedConnection;
 
   std::shared_ptr<AddressRecord> record;
   transport::ConnectionOptions options;
+  // Hears kConnectionLost when a connection made here is lost.
+  std::shared_ptr<EventHub> events;
 
   Task<absl::StatusOr<Connection>> Connect();
   // A connection goes back into use only if it still takes new streams.

@@ -188,6 +188,9 @@ int Http2Connection::Callbacks::OnFrameRecv(nghttp2_session* s,
       break;
     case NGHTTP2_GOAWAY: {
       conn->draining_ = true;
+      conn->goaway_code_ = frame->goaway.error_code;
+      conn->goaway_debug_.assign(reinterpret_cast<const char*>(frame->goaway.opaque_data),
+                                 frame->goaway.opaque_data_len);
       int32_t last = frame->goaway.last_stream_id;
       std::vector<Call*> refused;
       for (auto& [id, call] : conn->calls_) {
@@ -199,6 +202,10 @@ int Http2Connection::Callbacks::OnFrameRecv(nghttp2_session* s,
             absl::UnavailableError("the server sent GOAWAY before processing "
                                    "this call (safe to retry)"));
       }
+      conn->Lost(absl::UnavailableError(
+          absl::StrCat("GOAWAY ", nghttp2_http2_strerror(conn->goaway_code_),
+                       conn->goaway_debug_.empty() ? "" : " ",
+                       absl::CHexEscape(conn->goaway_debug_))));
       break;
     }
     case NGHTTP2_HEADERS: {

@@ -522,9 +522,17 @@ void Http2Connection::ForgetCall(Call* call) {
   }
 }
 
+void Http2Connection::Lost(const absl::Status& why) {
+  if (!on_lost_) return;
+  std::function<void(const absl::Status&)> f = std::move(on_lost_);
+  on_lost_ = nullptr;
+  f(why);
+}
+
 void Http2Connection::Close(absl::Status reason) {
   if (!closed_.ok()) return;
   closed_ = std::move(reason);
+  Lost(closed_);
   keepalive_timer_.reset();
   std::vector<Call*> calls;
   for (auto& [id, call] : calls_) calls.push_back(call);

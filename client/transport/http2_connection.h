@@ -21,6 +21,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -133,6 +134,14 @@ class Http2Connection : public std::enable_shared_from_this<Http2Connection> {
 
   // New streams are allowed (open, no GOAWAY, no protocol violation).
   bool accepting_streams() const { return closed_.ok() && !draining_; }
+  // `f` runs once, on the loop thread, when the peer ends the connection
+  // (GOAWAY) or it fails (a socket error, a keepalive timeout, a protocol
+  // error): not when its owner closes it. Runs inside the connection's own
+  // work: it must not destroy the connection.
+  void OnLost(std::function<void(const absl::Status&)> f) { on_lost_ = std::move(f); }
+  // The last GOAWAY's error code (NGHTTP2_NO_ERROR if none) and debug data.
+  uint32_t goaway_code() const { return goaway_code_; }
+  const std::string& goaway_debug() const { return goaway_debug_; }
   // Why it closed (OK while open).
   const absl::Status& close_reason() const { return closed_; }
   // Concurrent streams allowed: the peer's MAX_CONCURRENT_STREAMS capped by
@@ -206,6 +215,10 @@ class Http2Connection : public std::enable_shared_from_this<Http2Connection> {
   absl::Status closed_;
   bool draining_ = false;
   absl::Status distrust_reason_;
+  void Lost(const absl::Status& why);  // runs on_lost_, once
+  std::function<void(const absl::Status&)> on_lost_;
+  uint32_t goaway_code_ = 0;
+  std::string goaway_debug_;
   std::string last_protocol_error_;
   absl::Status local_goaway_;  // set when nghttp2 ended the session
   bool batch_has_headers_ = false;

@@ -149,9 +149,19 @@ void Shard<M>::Return(SlotT* s, bool poisoned) {
     Retire(s, r);
     return;
   }
+  // The manager's capacity may have changed since the connection came
+  // (an HTTP/2 peer lowers or raises MAX_CONCURRENT_STREAMS at any time).
+  if constexpr (HasCapacity<M>) {
+    s->capacity = std::max<uint32_t>(
+        1, std::min<uint32_t>(config_.max_leases_per_connection, manager_->Capacity(s->conn)));
+  }
   ServeWaiters(s);
   if (s->leases == 0 && waiters_.empty() && TryPark(s)) return;
-  if (s->leases < s->capacity) MakeAvailable(s);
+  if (s->leases < s->capacity) {
+    MakeAvailable(s);
+  } else {
+    RemoveAvailable(s);
+  }
 }
 
 template <typename M>

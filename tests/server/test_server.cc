@@ -263,6 +263,7 @@ int main(int argc, char** argv) {
   std::string tls_cert, tls_key, tls_client_ca;  // files (PEM)
   bool no_gzip = false;  // --no_gzip: refuse gzip-compressed requests
   bool with_health = false;
+  int max_connection_age_ms = 0;  // --max_connection_age_ms=N: GOAWAY every connection at N ms
   std::string health_serving;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--health") == 0) with_health = true;
@@ -270,6 +271,9 @@ int main(int argc, char** argv) {
     if (std::strncmp(argv[i], "--slow_ms=", 10) == 0) slow_ms = std::atoi(argv[i] + 10);
     if (std::strncmp(argv[i], "--health_serving=", 17) == 0) health_serving = argv[i] + 17;
     if (std::strcmp(argv[i], "--no_gzip") == 0) no_gzip = true;
+    if (std::strncmp(argv[i], "--max_connection_age_ms=", 24) == 0) {
+      max_connection_age_ms = std::atoi(argv[i] + 24);
+    }
     if (std::strncmp(argv[i], "--require_token=", 16) == 0) required_token = argv[i] + 16;
     if (std::strncmp(argv[i], "--unary_delay_ms=", 17) == 0) unary_delay_ms = std::atoi(argv[i] + 17);
     if (std::strncmp(argv[i], "--listen=", 9) == 0) listen = argv[i] + 9;
@@ -299,6 +303,12 @@ int main(int argc, char** argv) {
         builder.SetMaxReceiveMessageSize(64 << 20);
         builder.SetMaxSendMessageSize(64 << 20);
         if (no_gzip) builder.SetCompressionAlgorithmSupportStatus(GRPC_COMPRESS_GZIP, false);
+        if (max_connection_age_ms > 0) {
+          // The way servers ask DNS clients to look again: GOAWAY at an age,
+          // calls in flight given 10 s to finish.
+          builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_MS, max_connection_age_ms);
+          builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_GRACE_MS, 10000);
+        }
         builder.RegisterService(&service);
       },
       [&](grpc::Server& server) {

@@ -137,7 +137,7 @@ class DnsServer {
           kDnsmasq, "--no-daemon",
           absl::StrCat("--port=", port), "--listen-address=127.0.0.1", "--bind-interfaces",
           "--no-resolv", "--no-hosts", "--addn-hosts=" + s->hosts_path_, "--local=/test/",
-          "--local-ttl=0", "--no-negcache", "--pid-file=",
+          "--local-ttl=0", "--no-negcache", "--pid-file=", "--log-queries",
           // --no-daemon (debug mode) also keeps our user and group: as
           // root dnsmasq would take "nobody" and "dip", which a sandbox's
           // user namespace does not allow.
@@ -188,6 +188,16 @@ class DnsServer {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
     return false;
+  }
+
+  // How many queries for `name` (any type) the server has answered (its log).
+  int QueryCount(const std::string& name) const {
+    std::ifstream f(dir_ + "/dnsmasq.log");
+    std::string line;
+    int n = 0;
+    const std::string needle = "] " + name + " ";
+    while (std::getline(f, line)) n += line.find(needle) != std::string::npos ? 1 : 0;
+    return n;
   }
 
   void Stop() {

@@ -86,9 +86,11 @@ class ServerProcess {
   ~ServerProcess() { Kill(); }
 
   int port() const { return port_; }
-  // What to dial: "127.0.0.1:<port>" or the unix address it listens on.
+  // What to dial: "<host it listens on>:<port>" ("127.0.0.1:<port>",
+  // "[::1]:<port>") or the unix address it listens on.
   std::string address() const {
-    return listen_.rfind("unix:", 0) == 0 ? listen_ : absl::StrCat("127.0.0.1:", port_);
+    if (listen_.rfind("unix", 0) == 0) return listen_;
+    return absl::StrCat(listen_.substr(0, listen_.rfind(':')), ":", port_);
   }
   pid_t pid() const { return pid_; }
 
