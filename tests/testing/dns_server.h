@@ -37,6 +37,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "tests/testing/loopback.h"
 
 extern char** environ;
 
@@ -132,7 +133,7 @@ class DnsServer {
       }
     }
     for (int tries = 0; tries < 5; ++tries) {
-      int port = FreeUdpPort();
+      int port = UnusedLoopbackPort(SOCK_DGRAM);
       std::vector<std::string> args = {
           kDnsmasq, "--no-daemon",
           absl::StrCat("--port=", port), "--listen-address=127.0.0.1", "--bind-interfaces",
@@ -211,18 +212,6 @@ class DnsServer {
  private:
   explicit DnsServer(std::string dir) : dir_(dir), hosts_path_(dir + "/hosts") {}
 
-  static int FreeUdpPort() {
-    int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-    socklen_t len = sizeof a;
-    ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-    ::close(fd);
-    return ntohs(a.sin_port);
-  }
-
   void WriteHosts(const HostRecords& hosts) {
     const std::string tmp = hosts_path_ + ".new";
     {
@@ -241,22 +230,13 @@ class DnsServer {
 // A UDP socket on 127.0.0.1 that never answers: a DNS server that times out.
 class SilentDnsServer {
  public:
-  SilentDnsServer() {
-    fd_ = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a);
-    socklen_t len = sizeof a;
-    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
-    port_ = ntohs(a.sin_port);
-  }
+  SilentDnsServer() { fd_ = BindLoopback(SOCK_DGRAM, &port_); }
   ~SilentDnsServer() { ::close(fd_); }
   std::string address() const { return absl::StrCat("127.0.0.1:", port_); }
 
  private:
   int fd_;
-  int port_;
+  int port_ = 0;
 };
 
 }  // namespace ringrpc::testing

@@ -25,18 +25,26 @@ inline int ListenLoopback(int backlog, sockaddr_in* addr) {
   return fd;
 }
 
-// A port with nothing listening on it (bound, then released): a dial to it
-// is refused.
-inline int UnusedLoopbackPort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+// A socket of `type` (SOCK_STREAM, SOCK_DGRAM) bound to 127.0.0.1 on a
+// port the kernel picks (close-on-exec): the fd, and the port in *port.
+inline int BindLoopback(int type, int* port) {
+  int fd = ::socket(AF_INET, type | SOCK_CLOEXEC, 0);
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
   socklen_t len = sizeof a;
   ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(fd);
-  return ntohs(a.sin_port);
+  *port = ntohs(a.sin_port);
+  return fd;
+}
+
+// A port with nothing listening on it (bound, then released) for `type`:
+// a dial to a TCP one is refused.
+inline int UnusedLoopbackPort(int type = SOCK_STREAM) {
+  int port = 0;
+  ::close(BindLoopback(type, &port));
+  return port;
 }
 
 }  // namespace ringrpc::testing
