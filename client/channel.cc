@@ -3,6 +3,7 @@
 #include "client/interceptor.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <functional>
 #include <future>
 #include <map>
@@ -14,6 +15,7 @@
 #include "client/channel/channel_config.h"
 #include "client/channel/channel_state.h"
 #include "client/channel/dns_resolver.h"
+#include "client/channel/http_proxy.h"
 #include "client/channel/static_resolver.h"
 #include "client/channel/subchannel.h"
 #include "client/channel/target.h"
@@ -413,9 +415,28 @@ std::shared_ptr<Channel> experimental::CreateCustomChannelWithInterceptors(
   if (t->kind == channel::Target::Kind::kStatic) {
     resolver = std::make_shared<channel::StaticResolver>(t->addresses);
   } else {
+    // Through an HTTP CONNECT proxy: DNS finds the proxy, and each
+    // connection asks it for a tunnel to the target's name (as grpc++).
     const channel::ChannelConfig& c = state->config();
+    absl::StatusOr<std::optional<channel::HttpProxy>> proxy = channel::ChooseHttpProxy(
+        c.http_proxy, c.enable_http_proxy, t->host, [](const char* name) { return std::getenv(name); });
+    if (!proxy.ok()) {
+      state->Fail(proxy.status());
+      return channel;
+    }
+    std::string resolve = t->host;
+    uint16_t port = t->port;
+    if (*proxy) {
+      transport::ConnectionOptions& conn = state->mutable_config().connection;
+      conn.http_connect_target = t->host.find(':') != std::string::npos
+                                     ? absl::StrCat("[", t->host, "]:", t->port)
+                                     : absl::StrCat(t->host, ":", t->port);
+      conn.http_connect_authorization = (*proxy)->authorization;
+      resolve = (*proxy)->host;
+      port = (*proxy)->port;
+    }
     resolver = std::make_shared<channel::DnsResolver>(
-        t->host, t->port,
+        resolve, port,
         channel::DnsResolver::Options{.server = t->dns_server,
                                       .min_interval = c.dns_min_time_between_resolutions,
                                       .query_timeout = c.dns_query_timeout,

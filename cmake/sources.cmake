@@ -12,6 +12,7 @@ set(RINGRPC_SOURCES
   client/channel/connectivity_state.cc
   client/channel/dns_resolver.cc
   client/channel/health_check.cc
+  client/channel/http_proxy.cc
   client/channel/lb_policy.cc
   client/channel/service_config.cc
   client/channel/subchannel.cc
@@ -59,6 +60,7 @@ set(RINGRPC_HEADERS
   client/channel/connectivity_state.h
   client/channel/dns_resolver.h
   client/channel/health_check.h
+  client/channel/http_proxy.h
   client/channel/lb_policy.h
   client/channel/retry_throttle.h
   client/channel/service_config.h

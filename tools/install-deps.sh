@@ -11,7 +11,7 @@ PACKAGES=(
   libabsl-dev liburing-dev libnghttp2-dev libssl-dev libc-ares-dev
   libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev
   cmake make pkgconf
-  dnsmasq-base
+  dnsmasq-base tinyproxy-bin
 )
 
 missing=()

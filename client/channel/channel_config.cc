@@ -112,6 +112,11 @@ void ReadChannelArgs(Reader& r, ChannelConfig& c) {
   });
   r.Int("grpc.dns_ares_query_timeout", 0, INT_MAX,
         [&](int v) { c.dns_query_timeout = Ms(v); });
+  r.Int("grpc.enable_http_proxy", 0, 1, [&](int v) { c.enable_http_proxy = v == 1; });
+  r.String("grpc.http_proxy", [&](const std::string& v) -> absl::Status {
+    c.http_proxy = v;
+    return absl::OkStatus();
+  });
   r.String("grpc.service_config", [&](const std::string& v) -> absl::Status {
     absl::StatusOr<ServiceConfig> sc =
         ParseServiceConfig(v, {.retries_enabled = c.enable_retries});

@@ -61,6 +61,10 @@ struct ChannelConfig {
   // grpc.service_config_disable_resolution is set to 0 (grpc++'s rule: off
   // unless asked for).
   bool dns_txt_service_config = false;
+  // grpc.http_proxy (set: it wins over the environment; empty: no proxy)
+  // and grpc.enable_http_proxy (false: no proxy at all). http_proxy.h.
+  std::optional<std::string> http_proxy;
+  bool enable_http_proxy = true;
   bool use_local_subchannel_pool = false;
   // CQ threads of the channel's own set; 0 = the process-wide shared set.
   size_t cq_threads = 0;

@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "client/transport/http2_connection.h"
 #include "client/transport/internal/ms.h"
@@ -19,11 +20,18 @@ namespace ringrpc::transport {
 Task<absl::StatusOr<std::shared_ptr<Http2Connection>>> Http2Connection::Connect(
     EventLoop& loop, Address address, ConnectionOptions options) {
   const TimePoint start = loop.Now();
-  const std::string where = address.ToString();
+  const std::string dialled = address.ToString();
+  // What messages name past the tunnel: the server, and the proxy between.
+  const std::string where = options.http_connect_target.empty()
+                                ? dialled
+                                : absl::StrCat(options.http_connect_target, " via HTTP proxy ",
+                                               dialled);
+  const std::string dial_name =
+      options.http_connect_target.empty() ? dialled : absl::StrCat("HTTP proxy ", dialled);
   int fd = ::socket(address.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) {
     co_return absl::UnavailableError(
-        absl::StrCat("socket for ", where, ": ", std::strerror(errno)));
+        absl::StrCat("socket for ", dial_name, ": ", std::strerror(errno)));
   }
   if (address.family() != AF_UNIX) {
     int one = 1;
@@ -47,9 +55,21 @@ Task<absl::StatusOr<std::shared_ptr<Http2Connection>>> Http2Connection::Connect(
       loop, dial(loop, fd, address), options.connect_timeout);
   if (!res || *res < 0) {
     co_return absl::UnavailableError(
-        !res ? absl::StrCat("connect to ", where, " timed out after ",
+        !res ? absl::StrCat("connect to ", dial_name, " timed out after ",
                             Ms(options.connect_timeout))
-             : absl::StrCat("connect to ", where, ": ", std::strerror(-*res)));
+             : absl::StrCat("connect to ", dial_name, ": ", std::strerror(-*res)));
+  }
+  if (!options.http_connect_target.empty()) {
+    Duration left = options.connect_timeout - (loop.Now() - start);
+    std::optional<absl::Status> tunnel = co_await runtime::WithTimeout<absl::Status>(
+        loop, HttpConnect(loop, fd, options, dialled),
+        std::max(left, Duration(std::chrono::milliseconds(1))));
+    if (!tunnel) {
+      co_return absl::UnavailableError(absl::StrCat(
+          "HTTP proxy ", dialled, " did not answer CONNECT ", options.http_connect_target,
+          " within ", Ms(options.connect_timeout)));
+    }
+    if (!tunnel->ok()) co_return *tunnel;
   }
   std::unique_ptr<TlsSession> tls;
   if (options.tls) {
@@ -92,6 +112,68 @@ Task<absl::StatusOr<std::shared_ptr<Http2Connection>>> Http2Connection::Connect(
   }
   conn->StartKeepalive();
   co_return conn;
+}
+
+Task<absl::Status> Http2Connection::HttpConnect(EventLoop& loop, int fd,
+                                                const ConnectionOptions& options,
+                                                std::string where) {
+  const std::string& target = options.http_connect_target;
+  std::string request = absl::StrCat("CONNECT ", target, " HTTP/1.1\r\nHost: ", target, "\r\n");
+  if (!options.http_connect_authorization.empty()) {
+    absl::StrAppend(&request, "Proxy-Authorization: ", options.http_connect_authorization, "\r\n");
+  }
+  absl::StrAppend(&request, "\r\n");
+  std::vector<uint8_t> out(request.begin(), request.end());
+  for (size_t off = 0; off < out.size();) {
+    runtime::IoResult r = co_await loop.Send(fd, std::move(out), off);
+    out = std::move(r.buf);
+    if (r.res < 0) {
+      co_return absl::UnavailableError(absl::StrCat("HTTP proxy ", where,
+                                                    ": send: ", std::strerror(-r.res)));
+    }
+    off += r.res;
+  }
+  // The answer's header, and not one byte more: peek, then take exactly
+  // up to the blank line.
+  constexpr size_t kMaxHeader = 8 << 10;
+  std::string head;
+  char buf[2048];
+  size_t end = std::string::npos;
+  while (end == std::string::npos) {
+    runtime::IoResult ready = co_await loop.PollIn(fd);
+    if (ready.res < 0) {
+      co_return absl::UnavailableError(absl::StrCat("HTTP proxy ", where,
+                                                    ": poll: ", std::strerror(-ready.res)));
+    }
+    ssize_t n = ::recv(fd, buf, sizeof buf, MSG_PEEK);
+    if (n < 0 && (errno == EAGAIN || errno == EINTR)) continue;
+    if (n <= 0) {
+      co_return absl::UnavailableError(absl::StrCat(
+          "HTTP proxy ", where, " closed the connection before answering CONNECT ", target));
+    }
+    const size_t before = head.size();
+    head.append(buf, n);
+    end = head.find("\r\n\r\n", before >= 3 ? before - 3 : 0);
+    size_t take = end == std::string::npos ? size_t(n) : end + 4 - before;
+    head.resize(before + take);
+    if (::recv(fd, buf, take, 0) != ssize_t(take)) {
+      co_return absl::UnavailableError(absl::StrCat("HTTP proxy ", where, ": short read"));
+    }
+    if (end == std::string::npos && head.size() > kMaxHeader) {
+      co_return absl::UnavailableError(absl::StrCat(
+          "HTTP proxy ", where, ": its answer to CONNECT has no end of header in ", kMaxHeader,
+          " bytes"));
+    }
+  }
+  // "HTTP/1.x 200 ..." (any 2xx) opens the tunnel.
+  std::string status_line = head.substr(0, head.find("\r\n"));
+  const bool ok = status_line.size() >= 12 && status_line.rfind("HTTP/1.", 0) == 0 &&
+                  status_line[8] == ' ' && status_line[9] == '2';
+  if (!ok) {
+    co_return absl::UnavailableError(absl::StrCat("HTTP proxy ", where, " refused CONNECT ",
+                                                  target, ": ", absl::CHexEscape(status_line)));
+  }
+  co_return absl::OkStatus();
 }
 
 Task<absl::Status> Http2Connection::TlsHandshake(EventLoop& loop, int fd, TlsSession* tls,

@@ -65,6 +65,12 @@ struct ConnectionOptions {
   int max_pings_without_data = 2;  // 0: no limit
   // Set: TLS (handshake after the TCP connect, ALPN h2 required).
   std::shared_ptr<const TlsConfig> tls;
+  // Set: the dialled address is an HTTP proxy; the connection first asks it
+  // to CONNECT to this "host:port" (sending http_connect_authorization as
+  // Proxy-Authorization when not empty), then speaks TLS and HTTP/2
+  // through the tunnel.
+  std::string http_connect_target;
+  std::string http_connect_authorization;
   // Field by field; `tls` by identity (one channel's TLS settings).
   bool operator==(const ConnectionOptions&) const = default;
 };
@@ -184,6 +190,11 @@ class Http2Connection : public std::enable_shared_from_this<Http2Connection> {
   // Feeds bytes from the server to nghttp2; not OK: close with it.
   absl::Status Ingest(const uint8_t* data, size_t n);
   absl::Status RecvError(int res) const;
+  // The CONNECT request and the proxy's answer, up to the end of its
+  // header (nothing after it is read: the server's first bytes stay in the
+  // socket for TLS or HTTP/2).
+  static Task<absl::Status> HttpConnect(EventLoop& loop, int fd, const ConnectionOptions& options,
+                                        std::string where);
   static Task<absl::Status> TlsHandshake(EventLoop& loop, int fd, TlsSession* tls,
                                          std::string where);
   Task<void> ReadLoop();

@@ -20,6 +20,7 @@
 #include "client/call_credentials.h"
 #include "client/channel.h"
 #include "tests/proto/echo_test.pb.h"
+#include "tests/testing/http_proxy_server.h"
 #include "tests/testing/server_process.h"
 
 namespace ringrpc {
@@ -145,6 +146,30 @@ TEST_F(TlsTest, CallsSucceedByIpAndByName) {
   auto by_name = CreateChannel(absl::StrCat("localhost:", server->port()), creds);
   Status s = Echo(*by_name, "by name");
   EXPECT_TRUE(s.ok()) << s.ToString();
+}
+
+// TLS inside an HTTP CONNECT tunnel (issue 15): the proxy sees only the
+// CONNECT; the certificate is checked against the target's name.
+TEST_F(TlsTest, TlsThroughAnHttpConnectProxy) {
+  auto server = TlsServer();
+  ASSERT_NE(server, nullptr);
+  auto proxy = testing::HttpProxyServer::Start({.user = "alice", .password = "s3cret"});
+  ASSERT_TRUE(proxy.ok()) << proxy.status();
+  ChannelArguments args;
+  args.SetString("grpc.http_proxy", "http://alice:s3cret@" + (*proxy)->address());
+  const std::string target = absl::StrCat("localhost:", server->port());
+  auto ch = CreateCustomChannel(target, SslCredentials({.pem_root_certs = ca_->cert_pem}), args);
+  std::string peer;
+  Status s = Echo(*ch, "tunnelled", &peer);
+  EXPECT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ((*proxy)->Connects(target), 1);
+  auto wrong =
+      CreateCustomChannel(target, SslCredentials({.pem_root_certs = other_ca_->cert_pem}), args);
+  s = Echo(*wrong, "x");
+  EXPECT_EQ(s.error_code(), StatusCode::UNAVAILABLE);
+  EXPECT_THAT(s.error_message(), HasSubstr("certificate failed verification"));
+  EXPECT_THAT(s.error_message(),
+              HasSubstr(absl::StrCat(target, " via HTTP proxy ", (*proxy)->address())));
 }
 
 TEST_F(TlsTest, AWrongRootFailsVerificationClearly) {
