@@ -105,6 +105,7 @@ struct LoopStats {
   uint64_t enters = 0;        // io_uring_enter / epoll_wait calls
   uint64_t wakeups_sent = 0;  // wake-ups other threads sent to this loop
   uint64_t msg_rings_sent = 0;
+  uint64_t msg_ring_failures = 0;  // MSG_RINGs that failed (then eventfd only)
   uint64_t posts = 0;
   uint64_t ops_started = 0;
   uint64_t ops_cancelled = 0;

@@ -515,6 +515,31 @@ TEST(CqThreads, CrossThreadWakeUpUsesMsgRing) {
   EXPECT_EQ(msg_rings.load(), 1u);
 }
 
+// Without MSG_RING (a kernel before 5.18, or RINGRPC_MSG_RING=0) the same
+// post wakes the other thread through its eventfd.
+TEST(CqThreads, CrossThreadWakeUpFallsBackToTheEventfdWithoutMsgRing) {
+  ::setenv("RINGRPC_MSG_RING", "0", 1);
+  absl::StatusOr<std::unique_ptr<CqThreads>> cq =
+      CqThreads::Start({.threads = 2, .backend = Backend::kIoUring});
+  ::unsetenv("RINGRPC_MSG_RING");
+  if (!cq.ok()) GTEST_SKIP() << "io_uring unavailable: " << cq.status();
+  std::atomic<int> reached{0};
+  std::atomic<uint64_t> msg_rings{99}, failures{99};
+  for (int i = 0; i < 100; ++i) {
+    (*cq)->Post(0, [&] {
+      (*cq)->Post(1, [&] { reached.fetch_add(1); });
+      msg_rings = (*cq)->loop(0).stats().msg_rings_sent;  // read on loop 0's own thread
+      failures = (*cq)->loop(0).stats().msg_ring_failures;
+    });
+    // Thread 1 asleep between posts: each needs a real wake-up.
+    while (reached.load() <= i) std::this_thread::yield();
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_EQ(reached.load(), 100);
+  EXPECT_EQ(msg_rings.load(), 0u);
+  EXPECT_EQ(failures.load(), 0u);
+}
+
 // The last reference can go on one of the set's own threads (a call that
 // ends there releases its channel): that must not join itself.
 TEST(CqThreads, DestroyedFromOneOfItsOwnThreads) {

@@ -5,7 +5,9 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -41,6 +43,33 @@ class UringLoop final : public EventLoop {
           absl::StrCat("io_uring_queue_init: ", std::strerror(-rc)));
     }
     ring_ok_ = true;
+    // What this kernel's io_uring can do: the operations every loop needs
+    // (Linux 5.6+; without them the loop is refused and EventLoop::Create
+    // falls back to epoll), and MSG_RING (5.18+; without it, or with
+    // RINGRPC_MSG_RING=0, cross-thread wake-ups write the eventfd).
+    io_uring_probe* probe = io_uring_get_probe_ring(&ring_);
+    if (probe == nullptr) {
+      return absl::UnavailableError("io_uring: the kernel cannot say which operations it has "
+                                    "(Linux 5.6 or later is needed)");
+    }
+    struct Needed {
+      int op;
+      const char* name;
+    };
+    for (Needed n : {Needed{IORING_OP_RECV, "RECV"}, Needed{IORING_OP_SEND, "SEND"},
+                     Needed{IORING_OP_CONNECT, "CONNECT"}, Needed{IORING_OP_POLL_ADD, "POLL_ADD"},
+                     Needed{IORING_OP_ASYNC_CANCEL, "ASYNC_CANCEL"}, Needed{IORING_OP_READ, "READ"}}) {
+      if (!io_uring_opcode_supported(probe, n.op)) {
+        io_uring_free_probe(probe);
+        return absl::UnavailableError(absl::StrCat(
+            "io_uring: this kernel lacks IORING_OP_", n.name, " (Linux 5.6 or later is needed)"));
+      }
+    }
+    const char* env = std::getenv("RINGRPC_MSG_RING");
+    msg_ring_ok_.store(io_uring_opcode_supported(probe, IORING_OP_MSG_RING) &&
+                           !(env != nullptr && std::strcmp(env, "0") == 0),
+                       std::memory_order_relaxed);
+    io_uring_free_probe(probe);
     io_uring_register_ring_fd(&ring_);  // best effort
     efd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (efd_ < 0) {
@@ -128,7 +157,10 @@ class UringLoop final : public EventLoop {
   }
 
   bool SendMsgRing(EventLoop* target) override {
-    if (target->backend() != Backend::kIoUring) return false;
+    if (!msg_ring_ok_.load(std::memory_order_relaxed) || target->backend() != Backend::kIoUring ||
+        !static_cast<UringLoop*>(target)->msg_ring_ok_.load(std::memory_order_relaxed)) {
+      return false;  // the caller writes the target's eventfd
+    }
     io_uring_sqe* sqe = GetSqe();
     io_uring_prep_msg_ring(sqe, static_cast<UringLoop*>(target)->ring_fd(), 0,
                            kMsgRingIn, 0);
@@ -191,13 +223,25 @@ class UringLoop final : public EventLoop {
       return;
     }
     if (tag == kWakeRead) wake_armed_ = false;  // re-armed next turn
-    // kMsgRingIn: being awake is the point. kMsgRingSent, kCancelSent:
-    // nothing to do.
+    if (tag == kMsgRingSent && res < 0) {
+      // The target was not woken. It is gone (EBADFD, EOWNERDEAD: nothing
+      // to wake) or its completion queue overflowed (EOVERFLOW: it has
+      // completions to reap, so it is awake, and it drains its inbox every
+      // turn). Either way this loop wakes others by eventfd from now on,
+      // which cannot fail that way.
+      ++stats_.msg_ring_failures;
+      msg_ring_ok_.store(false, std::memory_order_relaxed);
+    }
+    // kMsgRingIn: being awake is the point. kCancelSent: nothing to do.
   }
 
   io_uring ring_{};
   bool ring_ok_ = false;
   bool defer_taskrun_ = true;
+  // MSG_RING wakes other loops, and other loops may wake this one with it:
+  // probed at Init, off after one failed (this loop's thread writes it;
+  // senders read a target's from theirs).
+  std::atomic<bool> msg_ring_ok_{false};
   int efd_ = -1;
   bool wake_armed_ = false;
   uint64_t wake_value_ = 0;
