@@ -226,15 +226,18 @@ bool Channel::WaitForStateChange(ConnectivityState last,
   // makes the change: answer at once.
   if (state_->CurrentIndex()) return Public(state_->Aggregate()) != last;
   // Through ToLoopTime: saturating, so min()/max() do not overflow.
-  const TimePoint now = Clock::now();
-  const TimePoint until = channel::ToLoopTime(deadline, now);
+  const TimePoint until = channel::ToLoopTime(deadline, Clock::now());
+  // Woken by the events that change the state (subchannel events, resolver
+  // answers, idleness), not by polling.
   for (;;) {
-    if (Public(state_->Aggregate()) != last) return true;
-    // Address records are shared between channels and change on any CQ
-    // thread: the state is polled every 10 ms.
-    const TimePoint t = Clock::now();
-    if (t >= until) return false;
-    std::this_thread::sleep_for(std::min<Duration>(until - t, std::chrono::milliseconds(10)));
+    channel::ConnectivityState internal = channel::ConnectivityState::kShutdown;
+    for (channel::ConnectivityState s :
+         {channel::ConnectivityState::kIdle, channel::ConnectivityState::kConnecting,
+          channel::ConnectivityState::kReady, channel::ConnectivityState::kTransientFailure}) {
+      if (Public(s) == last) internal = s;
+    }
+    if (Public(state_->WaitForStateOtherThan(internal, until)) != last) return true;
+    if (Clock::now() >= until) return false;
   }
 }
 
@@ -353,6 +356,12 @@ std::string Channel::MetricsText() const {
                   "# TYPE ringrpc_resolver_service_config_errors_total counter\n"
                   "ringrpc_resolver_service_config_errors_total ",
                   state_->resolver_config_errors(), "\n");
+  absl::StrAppend(&out,
+                  "# HELP ringrpc_channel_idle_entries_total Times the channel went idle "
+                  "(grpc.client_idle_timeout_ms without a call: connections closed).\n"
+                  "# TYPE ringrpc_channel_idle_entries_total counter\n"
+                  "ringrpc_channel_idle_entries_total ",
+                  state_->idle_entries(), "\n");
   if (state_->call_metrics() != nullptr) AppendCallMetricsText(CallMetrics(), &out);
   return out;
 }

@@ -472,6 +472,83 @@ TEST(Channel, StateGoesFromIdleToReady) {
   EXPECT_EQ(ch->GetState(false), ConnectivityState::READY);
 }
 
+TEST(Channel, StateGoesBackToIdleWhenEveryConnectionHasClosed) {
+  auto server = StartServer();
+  ChannelArguments args;
+  args.SetInt("ringrpc.idle_timeout_ms", 200);  // the pool closes idle connections
+  args.SetInt("ringrpc.reap_interval_ms", 50);
+  auto ch = CreateCustomChannel(server->address(), InsecureChannelCredentials(), args);
+  ASSERT_TRUE(Echo(*ch, "x", nullptr).ok());
+  ASSERT_EQ(ch->GetState(false), ConnectivityState::READY);
+  // Woken by the connection's retirement, not by a deadline.
+  EXPECT_TRUE(ch->WaitForStateChange(ConnectivityState::READY,
+                                     std::chrono::system_clock::now() + std::chrono::seconds(10)));
+  EXPECT_EQ(ch->GetState(false), ConnectivityState::IDLE);
+  EXPECT_EQ(ch->Metrics().live, 0u);
+  ASSERT_TRUE(Echo(*ch, "y", nullptr).ok());  // and connects again when asked
+  EXPECT_EQ(ch->GetState(false), ConnectivityState::READY);
+}
+
+TEST(Channel, ClientIdleTimeoutClosesTheChannelsConnectionsUntilTheNextCall) {
+  auto server = StartServer();
+  ChannelArguments args;
+  args.SetInt("grpc.client_idle_timeout_ms", 300);
+  args.SetInt("ringrpc.cq_threads", 2);
+  auto ch = CreateCustomChannel(server->address(), InsecureChannelCredentials(), args);
+  // Busy for longer than the timeout: calls keep it out of idle mode.
+  for (auto end = std::chrono::steady_clock::now() + milliseconds(600);
+       std::chrono::steady_clock::now() < end;) {
+    ASSERT_TRUE(Echo(*ch, "x", nullptr).ok());
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+  EXPECT_THAT(ch->MetricsText(), HasSubstr("ringrpc_channel_idle_entries_total 0\n"));
+  EXPECT_EQ(ch->GetState(false), ConnectivityState::READY);
+  // Then quiet: idle mode within 1.25 timeouts (and some room).
+  EXPECT_TRUE(ch->WaitForStateChange(ConnectivityState::READY,
+                                     std::chrono::system_clock::now() + std::chrono::seconds(10)));
+  EXPECT_EQ(ch->GetState(false), ConnectivityState::IDLE);
+  EXPECT_THAT(ch->MetricsText(), HasSubstr("ringrpc_channel_idle_entries_total 1\n"));
+  for (int i = 0; i < 100 && ch->Metrics().live != 0; ++i) std::this_thread::sleep_for(milliseconds(10));
+  EXPECT_EQ(ch->Metrics().live, 0u);
+  ASSERT_TRUE(Echo(*ch, "y", nullptr).ok());  // the next call leaves idle mode
+  EXPECT_EQ(ch->GetState(false), ConnectivityState::READY);
+}
+
+TEST(Channel, MaxConnectionAgeRetiresRealConnectionsWithoutFailingCalls) {
+  auto server = StartServer();
+  ChannelArguments args;
+  args.SetInt("ringrpc.max_connection_age_ms", 200);
+  args.SetInt("ringrpc.reap_interval_ms", 50);
+  args.SetInt("ringrpc.cq_threads", 1);
+  auto ch = CreateCustomChannel(server->address(), InsecureChannelCredentials(), args);
+  int calls = 0;
+  for (auto end = std::chrono::steady_clock::now() + milliseconds(1200);
+       std::chrono::steady_clock::now() < end; ++calls) {
+    Status s = Echo(*ch, "x", nullptr);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+    std::this_thread::sleep_for(milliseconds(5));
+  }
+  pool::PoolMetrics m = ch->Metrics();
+  EXPECT_GE(m.created, 3u) << calls << " calls";
+  EXPECT_GE(m.retired[size_t(pool::RetireReason::kMaxLifetime)], 2u);
+  EXPECT_LE(m.live, 2u);
+}
+
+TEST(Channel, MinIdlePerThreadKeepsRealConnectionsDialled) {
+  auto server = StartServer();
+  ChannelArguments args;
+  args.SetInt("ringrpc.min_idle_per_thread", 2);
+  args.SetInt("ringrpc.reap_interval_ms", 50);
+  args.SetInt("ringrpc.cq_threads", 1);
+  auto ch = CreateCustomChannel(server->address(), InsecureChannelCredentials(), args);
+  ASSERT_TRUE(Echo(*ch, "x", nullptr).ok());
+  for (int i = 0; i < 200 && ch->Metrics().live < 2; ++i) std::this_thread::sleep_for(milliseconds(10));
+  EXPECT_EQ(ch->Metrics().live, 2u);  // dialled ahead of need, and no more
+  std::this_thread::sleep_for(milliseconds(300));
+  EXPECT_EQ(ch->Metrics().live, 2u);
+  EXPECT_EQ(ch->Metrics().created, 2u);
+}
+
 TEST(Channel, InvalidateRetiresConnectionsAndCallsGoOn) {
   auto server = StartServer();
   auto ch = CreateChannel(server->address(), InsecureChannelCredentials());

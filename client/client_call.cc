@@ -717,6 +717,7 @@ Task<std::unique_ptr<ClientCall>> CallOpener::OpenAttempt(
     co_return nullptr;
   }
   runtime::EventLoop& loop = st.cq()->loop(*index);
+  st.LeaveIdle();
   if (plan == nullptr || plan->config == nullptr) co_await AwaitFirstResolution(st, loop, *ctx);
   // The service config in force when the call started (the resolver's or
   // the default; gRFC A21) and its entry for the method (read-only,

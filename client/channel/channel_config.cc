@@ -113,6 +113,9 @@ void ReadChannelArgs(Reader& r, ChannelConfig& c) {
   r.Int("grpc.dns_ares_query_timeout", 0, INT_MAX,
         [&](int v) { c.dns_query_timeout = Ms(v); });
   r.Int("grpc.enable_http_proxy", 0, 1, [&](int v) { c.enable_http_proxy = v == 1; });
+  r.Int("grpc.client_idle_timeout_ms", 1, INT_MAX, [&](int v) {
+    c.client_idle_timeout = v == INT_MAX ? std::nullopt : std::optional<Duration>(Ms(v));
+  });
   r.String("grpc.http_proxy", [&](const std::string& v) -> absl::Status {
     c.http_proxy = v;
     return absl::OkStatus();

@@ -54,6 +54,9 @@ struct ChannelConfig {
   // counts -- this CQ thread's (false, the default) or every thread's.
   bool least_request_channel_wide = false;
   Duration dns_min_time_between_resolutions = std::chrono::seconds(30);
+  // grpc.client_idle_timeout_ms: a channel with no call this long goes
+  // idle (connections closed, state IDLE). Unset: never (INT_MAX).
+  std::optional<Duration> client_idle_timeout = std::chrono::minutes(30);
   // grpc.dns_ares_query_timeout: a DNS resolution's limit (0: c-ares' own
   // retries only).
   Duration dns_query_timeout = std::chrono::seconds(120);

@@ -67,7 +67,7 @@ std::shared_ptr<ChannelState> ChannelState::Create(const ChannelArguments& args)
     }
   }
   if (state->cq_) {
-    state->per_thread_.resize(state->cq_->size());
+    state->per_thread_ = std::vector<PerThread>(state->cq_->size());
     if (state->config_.call_metrics || args.call_metrics_recorder()) {
       state->call_metrics_ = std::make_unique<CallMetricsTable>(
           state->cq_->size(), args.call_metrics_recorder(), state->config_.call_metrics);
@@ -76,22 +76,26 @@ std::shared_ptr<ChannelState> ChannelState::Create(const ChannelArguments& args)
   return state;
 }
 
-// A connection to one of the addresses was lost (GOAWAY, a failure) or a
-// dial failed: the addresses may have moved, so resolve again (the
-// resolver keeps its own minimum interval). As gRPC's LB policies do.
-class ChannelState::Reresolver final : public SubchannelEventListener {
+// Every event of an address this channel uses: the connectivity state may
+// have changed (WaitForStateChange wakes). A connection to one of the
+// addresses was lost (GOAWAY, a failure) or a dial failed: the addresses
+// may have moved, so resolve again (the resolver keeps its own minimum
+// interval). As gRPC's LB policies do.
+class ChannelState::SubchannelWatcher final : public SubchannelEventListener {
  public:
-  explicit Reresolver(std::weak_ptr<Resolver> r) : resolver_(std::move(r)) {}
+  SubchannelWatcher(std::weak_ptr<Resolver> r, std::shared_ptr<StateSignal> signal)
+      : resolver_(std::move(r)), signal_(std::move(signal)) {}
   void OnSubchannelEvent(const SubchannelEvent& e) override {
-    if (e.kind != SubchannelEvent::Kind::kConnectionLost &&
-        e.kind != SubchannelEvent::Kind::kConnectFailed) {
-      return;
+    if (e.kind == SubchannelEvent::Kind::kConnectionLost ||
+        e.kind == SubchannelEvent::Kind::kConnectFailed) {
+      if (std::shared_ptr<Resolver> r = resolver_.lock()) r->RequestReresolution();
     }
-    if (std::shared_ptr<Resolver> r = resolver_.lock()) r->RequestReresolution();
+    signal_->Ring();
   }
 
  private:
   const std::weak_ptr<Resolver> resolver_;
+  const std::shared_ptr<StateSignal> signal_;
 };
 
 void ChannelState::Start(const std::shared_ptr<ChannelState>& state,
@@ -111,8 +115,11 @@ void ChannelState::Start(const std::shared_ptr<ChannelState>& state,
     seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
   }
   state->resolver_ = std::move(resolver);
-  state->reresolver_ = std::make_shared<Reresolver>(state->resolver_);
+  state->watcher_ = std::make_shared<SubchannelWatcher>(state->resolver_, state->state_signal_);
   std::weak_ptr<ChannelState> weak = state;
+  if (state->config_.client_idle_timeout && state->cq_) {
+    state->SpawnOn(0, IdleWatch(state, state->cq_->loop(0), *state->config_.client_idle_timeout));
+  }
   state->resolver_->Start([weak](absl::StatusOr<ResolverResult> update) {
     std::shared_ptr<ChannelState> s = weak.lock();
     if (!s) return;
@@ -138,7 +145,7 @@ ChannelState::~ChannelState() {
     all.swap(list_);
   }
   for (auto& sc : all) {
-    sc->events->Remove(reresolver_);
+    sc->events->Remove(watcher_);
     SubchannelRegistry::Global().Detach(sc, *cq_, listener_);
   }
 }
@@ -247,8 +254,12 @@ absl::Status ChannelState::resolver_config_error() const {
 void ChannelState::OnResolverUpdate(absl::StatusOr<ResolverResult> result) {
   struct MarkResolved {
     std::atomic<bool>& flag;
-    ~MarkResolved() { flag.store(true, std::memory_order_release); }
-  } mark{resolved_once_};
+    StateSignal& signal;
+    ~MarkResolved() {
+      flag.store(true, std::memory_order_release);
+      signal.Ring();  // the state may have changed: WaitForStateChange looks
+    }
+  } mark{resolved_once_, *state_signal_};
   if (!result.ok()) {
     MutexLock lock(&mu_);
     resolver_error_ = result.status();
@@ -285,7 +296,7 @@ void ChannelState::OnResolverUpdate(absl::StatusOr<ResolverResult> result) {
           (*update)[i], config_, *cq_, config_.use_local_subchannel_pool, seed_++, listener_,
           health);
       if (!sc.ok()) continue;  // config was validated: cannot happen
-      (*sc)->events->Add(reresolver_);
+      (*sc)->events->Add(watcher_);
       fresh.push_back(*sc);
     }
     for (auto& sc : list_) {
@@ -314,7 +325,7 @@ void ChannelState::OnResolverUpdate(absl::StatusOr<ResolverResult> result) {
   });
   // The last channel to let go of an address closes its pool.
   for (auto& sc : gone) {
-    sc->events->Remove(reresolver_);
+    sc->events->Remove(watcher_);
     SubchannelRegistry::Global().Detach(sc, *cq_, listener_);
   }
 }
@@ -422,8 +433,71 @@ ConnectivityState ChannelState::Aggregate() const {
   MutexLock lock(&mu_);
   return AggregateState(
       list_.size(),
-      [&](size_t k) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return list_[k]->PickState(); },
+      [&](size_t k) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        ConnectivityState s = list_[k]->PickState();
+        // Connected once, but no connection left on any thread (closed when
+        // idle, lost, or the channel went idle): IDLE again, as in gRPC.
+        if (s == ConnectivityState::kReady) {
+          pool::PoolMetrics m = list_[k]->pool.Metrics();
+          if (m.live + m.parked == 0) s = ConnectivityState::kIdle;
+        }
+        return s;
+      },
       resolved_once());
+}
+
+void ChannelState::NotifyStateChange() { state_signal_->Ring(); }
+
+ConnectivityState ChannelState::WaitForStateOtherThan(ConnectivityState last,
+                                                     TimePoint until) const {
+  for (;;) {
+    uint64_t epoch;
+    {
+      MutexLock lock(&state_signal_->mu);
+      epoch = state_signal_->epoch;
+    }
+    // Read after the epoch: a change after this read rings a newer one.
+    const ConnectivityState now = Aggregate();
+    const TimePoint t = Clock::now();
+    if (now != last || t >= until) return now;
+    MutexLock lock(&state_signal_->mu);
+    state_signal_->cv.WaitUntil(
+        &state_signal_->mu, std::min(until, t + std::chrono::milliseconds(100)),
+        [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(state_signal_->mu) {
+          return state_signal_->epoch != epoch;
+        });
+  }
+}
+
+Task<void> ChannelState::IdleWatch(std::weak_ptr<ChannelState> weak, runtime::EventLoop& loop,
+                                   Duration timeout) {
+  // Quiet: no lease taken (every call takes one) and none held since the
+  // last look. A look every quarter of the timeout: at most 1.25 timeouts
+  // of quiet before the channel goes idle.
+  const Duration every = std::max<Duration>(timeout / 4, std::chrono::milliseconds(5));
+  uint64_t last_acquires = ~uint64_t{0};
+  TimePoint quiet_since = loop.Now();
+  for (;;) {
+    co_await SleepUntil(loop, loop.Now() + every);
+    std::shared_ptr<ChannelState> st = weak.lock();
+    if (st == nullptr) co_return;
+    const pool::PoolMetrics m = st->Metrics();
+    if (m.acquires != last_acquires || m.leases != 0) {
+      last_acquires = m.acquires;
+      quiet_since = loop.Now();
+    } else if (!st->idle() && loop.Now() - quiet_since >= timeout) {
+      // Idle mode: every connection closes (each CQ thread its own, as an
+      // address change does); the next call leaves it.
+      st->idle_.store(true, std::memory_order_relaxed);
+      st->idle_entries_.fetch_add(1, std::memory_order_relaxed);
+      st->Invalidate();
+      st->NotifyStateChange();
+    }
+    // Never the last reference here: the channel's end (its own CQ threads
+    // among it) must not run inside this task. A posted task lets go.
+    runtime::CqThreads* cq = st->cq();
+    cq->Post(0, [s = std::move(st)] {});
+  }
 }
 
 std::vector<std::shared_ptr<Subchannel>> ChannelState::Subchannels() const {

@@ -127,6 +127,25 @@ class ChannelState : public std::enable_shared_from_this<ChannelState> {
   void RequestReresolution() {
     if (resolver_) resolver_->RequestReresolution();
   }
+
+  // ---- idleness and state changes -------------------------------------------
+  // grpc.client_idle_timeout_ms: no lease taken and none held for that long
+  // puts the channel in idle mode (its connections closed, its state
+  // IDLE); the next call leaves it (the resolver is asked again). One
+  // relaxed load per call.
+  void LeaveIdle() {
+    if (idle_.load(std::memory_order_relaxed) && idle_.exchange(false)) RequestReresolution();
+  }
+  bool idle() const { return idle_.load(std::memory_order_relaxed); }
+  uint64_t idle_entries() const { return idle_entries_.load(std::memory_order_relaxed); }
+  // Something the connectivity state is made of may have changed (an
+  // address's connection, dial, health or list): wakes WaitForStateChange.
+  void NotifyStateChange();
+  // The connectivity state, waiting until it is not `last` or `until`
+  // passes (woken by NotifyStateChange; re-checked every 100 ms besides,
+  // as a pool's live count may drop just after its event). Any thread but
+  // the channel's own CQ threads.
+  ConnectivityState WaitForStateOtherThan(ConnectivityState last, TimePoint until) const;
   // CQ thread `thread` only. pick_first: the first READY address, else the
   // first not failing, else the first. round_robin: the next address not
   // in TRANSIENT_FAILURE from the thread's cursor. Null: no addresses.
@@ -174,7 +193,7 @@ class ChannelState : public std::enable_shared_from_this<ChannelState> {
   }
 
  private:
-  class Reresolver;
+  class SubchannelWatcher;
   ChannelState() = default;
   void PostToAll(std::function<void()> fn);
 
@@ -183,9 +202,10 @@ class ChannelState : public std::enable_shared_from_this<ChannelState> {
   std::shared_ptr<runtime::CqThreads> cq_;
   std::shared_ptr<Resolver> resolver_;
   std::shared_ptr<SubchannelEventListener> listener_;
-  // Hears the subchannels' lost connections and failed dials: asks the
-  // resolver (held weakly: it may be gone) to resolve again.
-  std::shared_ptr<SubchannelEventListener> reresolver_;
+  // Hears every subchannel event: rings state_signal_; a lost connection
+  // or a failed dial also asks the resolver (held weakly: it may be gone)
+  // to resolve again.
+  std::shared_ptr<SubchannelEventListener> watcher_;
   std::unique_ptr<CallMetricsTable> call_metrics_;
 
   mutable Mutex mu_;
@@ -197,6 +217,24 @@ class ChannelState : public std::enable_shared_from_this<ChannelState> {
   uint64_t seed_ ABSL_GUARDED_BY(mu_) = 0x5eed;
   std::atomic<uint64_t> version_{0};  // bumped on every list change
   std::atomic<bool> resolved_once_{false};
+  std::atomic<bool> idle_{false};
+  std::atomic<uint64_t> idle_entries_{0};
+  // Rung by NotifyStateChange and by the subchannels' events (shared with
+  // the listener on their EventHubs, which may outlive this).
+  struct StateSignal {
+    Mutex mu;
+    CondVar cv;
+    uint64_t epoch ABSL_GUARDED_BY(mu) = 0;
+    void Ring() {
+      MutexLock lock(&mu);
+      ++epoch;
+      cv.SignalAll();
+    }
+  };
+  const std::shared_ptr<StateSignal> state_signal_ = std::make_shared<StateSignal>();
+  // Watches for grpc.client_idle_timeout_ms on CQ thread 0.
+  static Task<void> IdleWatch(std::weak_ptr<ChannelState> weak, runtime::EventLoop& loop,
+                              Duration timeout);
   std::atomic<uint64_t> transparent_retries_{0};  // unary calls sent again (A6)
   std::atomic<uint64_t> retries_{0};              // retryPolicy attempts after the first
   std::atomic<uint64_t> throttled_retries_{0};    // retries retryThrottling stopped
