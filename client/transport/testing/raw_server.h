@@ -15,6 +15,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -134,6 +135,13 @@ class RawServer {
     ::shutdown(listen_fd_, SHUT_RDWR);
     thread_.join();
     ::close(listen_fd_);
+    // A script still being written to a client that stopped reading (its
+    // loop no longer runs) would block its thread's send forever: shut the
+    // sockets down first.
+    for (auto& c : sockets_) {
+      std::lock_guard<std::mutex> lock(c->mu);
+      if (!c->closed) ::shutdown(c->fd, SHUT_RDWR);
+    }
     for (std::thread& t : connections_) t.join();
   }
   int port() const { return port_; }
@@ -148,9 +156,19 @@ class RawServer {
       int c = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
       if (c < 0) return;
       accepts_.fetch_add(1);
-      connections_.emplace_back([this, c] { Play(c); });
+      auto socket = std::make_shared<Socket>();
+      socket->fd = c;
+      sockets_.push_back(socket);
+      connections_.emplace_back([this, socket] {
+        Play(socket->fd);
+        std::lock_guard<std::mutex> lock(socket->mu);
+        ::close(socket->fd);
+        socket->closed = true;
+      });
     }
   }
+  // Plays the script on `c`; the caller closes it (the destructor may shut
+  // it down meanwhile, never after).
   void Play(int c) {
     // Wait for the client's preface (and, usually, its first HEADERS).
     Drain(c, 200);
@@ -159,15 +177,13 @@ class RawServer {
       Drain(c, delay_ms_);
       WriteAll(c, late_);
     }
-    if (reset_) {  // linger 0: close sends RST ("connection reset by peer")
+    if (reset_) {  // linger 0: the close sends RST ("connection reset by peer")
       linger l{1, 0};
       ::setsockopt(c, SOL_SOCKET, SO_LINGER, &l, sizeof l);
-      ::close(c);
       return;
     }
     while (!stop_ && Drain(c, 50)) {
     }
-    ::close(c);
   }
   // Reads what arrives for up to `ms`. False once the client closed.
   bool Drain(int c, int ms) {
@@ -197,7 +213,13 @@ class RawServer {
   int listen_fd_;
   int port_ = 0;
   std::thread thread_;
-  std::vector<std::thread> connections_;  // the accept thread's only
+  struct Socket {
+    std::mutex mu;
+    int fd = -1;
+    bool closed = false;  // under mu
+  };
+  std::vector<std::shared_ptr<Socket>> sockets_;  // the accept thread's, then the destructor's
+  std::vector<std::thread> connections_;          // the accept thread's only
   std::atomic<bool> stop_{false};
   std::atomic<size_t> accepts_{0};
   std::atomic<size_t> received_{0};
