@@ -15,6 +15,7 @@
 #include <variant>
 
 #include "client/call_metrics.h"
+#include "client/cq_thread_set.h"
 #include "client/subchannel_events.h"
 
 namespace ringrpc {
@@ -57,12 +58,19 @@ class ChannelArguments {
   }
   const std::shared_ptr<CallMetricsRecorder>& call_metrics_recorder() const { return recorder_; }
 
+  // ringrpc: the channel runs on these shared CQ threads
+  // (client/cq_thread_set.h) instead of the process-wide set or threads of
+  // its own (then ringrpc.cq_threads and ringrpc.poller must not be set).
+  void SetCqThreadSet(std::shared_ptr<CqThreadSet> set) { cq_thread_set_ = std::move(set); }
+  const std::shared_ptr<CqThreadSet>& cq_thread_set() const { return cq_thread_set_; }
+
   const std::map<std::string, Value>& values() const { return values_; }
 
  private:
   std::map<std::string, Value> values_;
   std::shared_ptr<SubchannelEventListener> listener_;
   std::shared_ptr<CallMetricsRecorder> recorder_;
+  std::shared_ptr<CqThreadSet> cq_thread_set_;
 };
 
 }  // namespace ringrpc

@@ -27,6 +27,7 @@
 #include "client/transport/testing/raw_server.h"
 #include "tests/proto/echo_test.pb.h"
 #include "tests/testing/loopback.h"
+#include "tests/testing/process_stats.h"
 #include "tests/testing/server_process.h"
 
 namespace ringrpc {
@@ -547,6 +548,59 @@ TEST(Channel, MinIdlePerThreadKeepsRealConnectionsDialled) {
   std::this_thread::sleep_for(milliseconds(300));
   EXPECT_EQ(ch->Metrics().live, 2u);
   EXPECT_EQ(ch->Metrics().created, 2u);
+}
+
+// Issue 15: channels share a CQ thread set made once (as a grpc
+// EventEngine is shared): their calls run on its threads only, channels
+// with equal targets and arguments share connections there, and the
+// threads outlive the set's handle while a channel uses them.
+TEST(Channel, ChannelsShareACqThreadSetTheUserMade) {
+  auto server = StartServer();
+  const long threads_before = testing::ThreadCount();
+  Status error;
+  auto set = CqThreadSet::Create({.threads = 2}, &error);
+  ASSERT_NE(set, nullptr) << error.error_message();
+  EXPECT_EQ(set->size(), 2u);
+  EXPECT_EQ(testing::ThreadCount(), threads_before + 2);
+  ChannelArguments args;
+  args.SetCqThreadSet(set);
+  // ipv4: targets (a DNS target would add its resolver's thread).
+  const std::string target = "ipv4:" + server->address();
+  auto a = CreateCustomChannel(target, InsecureChannelCredentials(), args);
+  auto b = CreateCustomChannel(target, InsecureChannelCredentials(), args);
+  EXPECT_EQ(a->cq_thread_count(), 2u);
+  std::mutex mu;
+  std::set<std::thread::id> ran_on;
+  for (auto* ch : {a.get(), b.get()}) {
+    for (int i = 0; i < 8; ++i) {
+      std::promise<void> done;
+      ClientContext ctx;
+      std::string reply;
+      ch->UnaryCallAsync(kUnary, &ctx, EchoRequest().SerializeAsString(), &reply,
+                         [&](Status s) {
+                           EXPECT_TRUE(s.ok()) << s.error_message();
+                           std::lock_guard<std::mutex> lock(mu);
+                           ran_on.insert(std::this_thread::get_id());
+                           done.set_value();
+                         });
+      done.get_future().wait();
+    }
+  }
+  EXPECT_LE(ran_on.size(), 2u) << "callbacks ran on threads outside the set";
+  EXPECT_EQ(testing::ThreadCount(), threads_before + 2) << "no other CQ threads were started";
+  // Equal target and arguments on one set: one subchannel, one connection.
+  EXPECT_EQ(a->Metrics().created, b->Metrics().created);
+  set.reset();  // the channels keep the threads
+  EXPECT_TRUE(Echo(*a, "still", nullptr).ok());
+  // A set and ringrpc.cq_threads together: the channel's error.
+  ChannelArguments both = args;
+  both.SetCqThreadSet(CqThreadSet::Create({.threads = 1}));
+  both.SetInt("ringrpc.cq_threads", 3);
+  auto bad = CreateCustomChannel(server->address(), InsecureChannelCredentials(), both);
+  EXPECT_EQ(bad->configuration_status().error_code(), StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(bad->configuration_status().error_message(), HasSubstr("SetCqThreadSet"));
+  EXPECT_EQ(CqThreadSet::Create({.poller = "kqueue"}, &error), nullptr);
+  EXPECT_THAT(error.error_message(), HasSubstr("kqueue"));
 }
 
 TEST(Channel, InvalidateRetiresConnectionsAndCallsGoOn) {

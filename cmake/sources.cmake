@@ -18,6 +18,7 @@ set(RINGRPC_SOURCES
   client/channel/subchannel.cc
   client/channel/target.cc
   client/client_call.cc
+  client/cq_thread_set.cc
   client/interceptor.cc
   client/resolver.cc
   client/runtime/cpu_count.cc
@@ -69,6 +70,7 @@ set(RINGRPC_HEADERS
   client/channel/target.h
   client/channel_arguments.h
   client/client_context.h
+  client/cq_thread_set.h
   client/generic_stub.h
   client/interceptor.h
   client/internal/call_credentials.h

@@ -54,7 +54,14 @@ std::shared_ptr<ChannelState> ChannelState::Create(const ChannelArguments& args)
   } else {
     state->config_ = *config;
     state->listener_ = args.subchannel_event_listener();
-    if (config->cq_threads == 0 && !config->poller) {
+    if (const std::shared_ptr<CqThreadSet>& set = args.cq_thread_set()) {
+      if (config->cq_threads != 0 || config->poller) {
+        state->config_error_ = absl::InvalidArgumentError(
+            "channel arguments ringrpc.cq_threads / ringrpc.poller and SetCqThreadSet both say "
+            "which threads the channel runs on: set one");
+      }
+      state->cq_ = set->threads();
+    } else if (config->cq_threads == 0 && !config->poller) {
       state->cq_ = SharedCqThreads(&state->config_error_);
     } else {
       absl::StatusOr<std::unique_ptr<CqThreads>> cq =
