@@ -912,7 +912,6 @@ Duration GrowBackoff(const channel::RetryPolicy& policy, Duration backoff) {
              : std::chrono::duration_cast<Duration>(std::chrono::duration<double>(next));
 }
 
-
 }  // namespace
 
 Task<Status> CallOpener::UnaryAttempts(std::shared_ptr<channel::ChannelState> self,

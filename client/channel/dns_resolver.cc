@@ -323,14 +323,15 @@ void DnsResolver::Loop() {
   }
   ConnectionBackoff backoff{BackoffConfig{}};
   std::minstd_rand rng{std::random_device{}()};
-  std::optional<TimePoint> retry_at;  // a failed resolution is tried again by itself
+  // A failed resolution is tried again by itself at retry_at (max: none).
+  TimePoint retry_at = TimePoint::max();
   auto last = Clock::now() - options_.min_interval;
   for (;;) {
     {
       MutexLock lock(&mu_);
       auto woken = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stop_ || requested_; };
-      if (retry_at) {
-        cv_.WaitUntil(&mu_, *retry_at, woken);
+      if (retry_at != TimePoint::max()) {
+        cv_.WaitUntil(&mu_, retry_at, woken);
       } else {
         cv_.Wait(&mu_, woken);
       }
@@ -356,7 +357,7 @@ void DnsResolver::Loop() {
     last = Clock::now();
     if (result.ok()) {
       backoff.Reset();
-      retry_at.reset();
+      retry_at = TimePoint::max();
     } else {
       retry_at = last + backoff.NextDelay(rng());
     }
