@@ -216,20 +216,7 @@ Task<void> Http2Connection::ReadLoop() {
       Close(RecvError(r.res));
       co_return;
     }
-    if (tls_ != nullptr) {
-      tls_->FeedCiphertext(buf.data(), r.res);
-      plain_.clear();
-      bool closed = false;
-      absl::Status s = tls_->ReadPlaintext(&plain_, &closed);
-      if (s.ok() && !plain_.empty()) {
-        s = Ingest(reinterpret_cast<const uint8_t*>(plain_.data()), plain_.size());
-      }
-      if (s.ok() && closed) s = RecvError(0);
-      if (!s.ok()) {
-        Close(std::move(s));
-        co_return;
-      }
-    } else if (absl::Status s = Ingest(buf.data(), r.res); !s.ok()) {
+    if (absl::Status s = Receive(buf.data(), r.res); !s.ok()) {
       Close(std::move(s));
       co_return;
     }
@@ -237,16 +224,31 @@ Task<void> Http2Connection::ReadLoop() {
   }
 }
 
+absl::Status Http2Connection::Receive(const uint8_t* data, size_t n) {
+  if (tls_ == nullptr) return Ingest(data, n);
+  tls_->FeedCiphertext(data, n);
+  plain_.clear();
+  bool closed = false;
+  absl::Status s = tls_->ReadPlaintext(&plain_, &closed);
+  if (s.ok() && !plain_.empty()) {
+    s = Ingest(reinterpret_cast<const uint8_t*>(plain_.data()), plain_.size());
+  }
+  if (s.ok() && closed) s = RecvError(0);
+  return s;
+}
+
 bool Http2Connection::Quiescent() const {
-  // A TLS connection is never parked: its session state stays on its thread.
-  return tls_ == nullptr && polling_ && !writing_ && calls_.empty() && closed_.ok() && !draining_ &&
-         !nghttp2_session_want_write(session_) && !(keepalive_ && keepalive_->awaiting_ack());
+  // A TLS session moves with the connection (its records go through
+  // memory buffers, never the socket): parked too once it has nothing
+  // left to send.
+  return polling_ && !writing_ && calls_.empty() && closed_.ok() && !draining_ &&
+         !nghttp2_session_want_write(session_) && !(keepalive_ && keepalive_->awaiting_ack()) &&
+         (tls_ == nullptr || !tls_->has_ciphertext());
 }
 
 bool Http2Connection::TryQuiesce() {
   if (Quiescent()) return true;
-  if (tls_ == nullptr && calls_.empty() && closed_.ok() && !draining_ && !quiesce_ &&
-      recv_op_ != nullptr) {
+  if (calls_.empty() && closed_.ok() && !draining_ && !quiesce_ && recv_op_ != nullptr) {
     quiesce_ = true;
     loop_->Interrupt(recv_op_);
   }
@@ -289,7 +291,7 @@ absl::StatusOr<std::shared_ptr<Http2Connection>> Http2Connection::Attach(
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
     failed = n <= 0 ? conn->RecvError(n < 0 ? -errno : 0)
-                    : conn->Ingest(buf.data(), static_cast<size_t>(n));
+                    : conn->Receive(buf.data(), static_cast<size_t>(n));
   }
   if (conn->draining_) {  // the clearer cause, even if the socket closed after it
     failed = absl::UnavailableError(absl::StrCat(

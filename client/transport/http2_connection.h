@@ -227,6 +227,8 @@ class Http2Connection : public std::enable_shared_from_this<Http2Connection> {
   bool draining_ = false;
   absl::Status distrust_reason_;
   void Lost(const absl::Status& why);  // runs on_lost_, once
+  // Bytes from the socket: through TLS (if any), then nghttp2.
+  absl::Status Receive(const uint8_t* data, size_t n);
   std::function<void(const absl::Status&)> on_lost_;
   uint32_t goaway_code_ = 0;
   std::string goaway_debug_;

@@ -9,6 +9,7 @@
 #include <openssl/pem.h>
 #include <openssl/x509v3.h>
 
+#include <atomic>
 #include <chrono>
 #include <future>
 #include <mutex>
@@ -170,6 +171,51 @@ TEST_F(TlsTest, TlsThroughAnHttpConnectProxy) {
   EXPECT_THAT(s.error_message(), HasSubstr("certificate failed verification"));
   EXPECT_THAT(s.error_message(),
               HasSubstr(absl::StrCat(target, " via HTTP proxy ", (*proxy)->address())));
+}
+
+// Issue 15: idle TLS connections park in the reservoir and another CQ
+// thread takes them (the TLS session moves with the connection): no new
+// handshake.
+TEST_F(TlsTest, IdleTlsConnectionsMoveBetweenCqThreadsWithoutANewHandshake) {
+  auto server = TlsServer();
+  ASSERT_NE(server, nullptr);
+  ChannelArguments args;
+  args.SetInt("ringrpc.cq_threads", 2);
+  args.SetInt("ringrpc.reservoir_capacity", 8);
+  args.SetInt("ringrpc.reap_interval_ms", 20);
+  args.SetInt("ringrpc.max_concurrent_streams", 1);  // a connection per call
+  args.SetInt("ringrpc.connections_per_thread", 4);
+  auto ch = CreateCustomChannel(absl::StrCat("localhost:", server->port()),
+                                SslCredentials({.pem_root_certs = ca_->cert_pem}), args);
+  struct Calls {
+    std::atomic<int> done{0}, ok{0};
+  };
+  auto call = [](Channel* c, Calls* out) -> Task<void> {
+    ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    test::EchoRequest req;
+    req.set_payload("parked");
+    req.set_sleep_ms(100);  // four at once: four connections
+    std::string reply;
+    Status s = co_await c->Unary(kUnary, &ctx, req.SerializeAsString(), &reply);
+    test::EchoResponse resp;
+    if (s.ok() && resp.ParseFromString(reply) && resp.payload() == "parked") out->ok.fetch_add(1);
+    out->done.fetch_add(1);
+  };
+  auto run_on = [&](size_t thread, Calls* out) {
+    for (int i = 0; i < 4; ++i) ASSERT_TRUE(ch->SpawnOn(thread, call(ch.get(), out)).ok());
+    for (int i = 0; i < 1000 && out->done.load() < 4; ++i) std::this_thread::sleep_for(milliseconds(10));
+    EXPECT_EQ(out->ok.load(), 4);
+  };
+  Calls first, second;
+  run_on(0, &first);
+  EXPECT_EQ(ch->Metrics().created, 4u);
+  for (int i = 0; i < 500 && ch->Metrics().parked < 4; ++i) std::this_thread::sleep_for(milliseconds(10));
+  ASSERT_EQ(ch->Metrics().parked, 4u) << ch->MetricsText();
+  run_on(1, &second);
+  pool::PoolMetrics m = ch->Metrics();
+  EXPECT_EQ(m.created, 4u) << "thread 1 used the parked TLS connections: no handshake";
+  EXPECT_EQ(m.unparked, 4u);
 }
 
 TEST_F(TlsTest, AWrongRootFailsVerificationClearly) {
