@@ -10,23 +10,16 @@
 #define RINGRPC_TESTS_TESTING_DNS_SERVER_H_
 
 #include <arpa/inet.h>
-#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
-#include <signal.h>
-#include <spawn.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <fstream>
-#include <iterator>
 #include <memory>
 #include <optional>
 #include <set>
@@ -37,9 +30,8 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "tests/testing/daemon.h"
 #include "tests/testing/loopback.h"
-
-extern char** environ;
 
 namespace ringrpc::testing {
 
@@ -107,16 +99,11 @@ class DnsServer {
       return absl::FailedPreconditionError(
           "dnsmasq is not installed (tools/install-deps.sh installs dnsmasq-base)");
     }
-    const char* tmp = std::getenv("TEST_TMPDIR");
-    static int serial = 0;
-    std::string dir = absl::StrCat(tmp != nullptr ? tmp : "/tmp", "/dns.", ::getpid(), ".",
-                                   ++serial);
-    ::mkdir(dir.c_str(), 0755);
-    std::unique_ptr<DnsServer> s(new DnsServer(dir));
+    std::unique_ptr<DnsServer> s(new DnsServer());
     s->WriteHosts(hosts);
     // TXT records go in a config file: only there does dnsmasq read quoted
     // strings (commas and \" inside).
-    const std::string conf = dir + "/dnsmasq.conf";
+    const std::string conf = s->daemon_.dir() + "/dnsmasq.conf";
     {
       std::ofstream f(conf);
       for (auto& [name, strings] : txt) {
@@ -144,34 +131,18 @@ class DnsServer {
           // user namespace does not allow.
       };
       args.push_back("--conf-file=" + conf);
-      std::vector<char*> argv;
-      for (auto& a : args) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      posix_spawn_file_actions_t fa;
-      posix_spawn_file_actions_init(&fa);
-      const std::string log = dir + "/dnsmasq.log";
-      posix_spawn_file_actions_addopen(&fa, 2, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-      pid_t pid;
-      int rc = posix_spawn(&pid, kDnsmasq, &fa, nullptr, argv.data(), environ);
-      posix_spawn_file_actions_destroy(&fa);
-      if (rc != 0) return absl::InternalError(absl::StrCat("spawn dnsmasq: ", std::strerror(rc)));
-      s->pid_ = pid;
+      if (absl::Status st = s->daemon_.Spawn(std::move(args)); !st.ok()) return st;
       s->port_ = port;
       // Up once it answers (an unknown name under .test: NXDOMAIN).
       for (int i = 0; i < 50; ++i) {
         if (QueryAddresses(port, "ready.ringrpc.test")) return s;
-        int status;
-        if (::waitpid(pid, &status, WNOHANG) == pid) break;  // the port was taken: again
+        if (s->daemon_.Exited()) break;  // the port was taken: again
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
       }
-      s->Stop();
+      s->daemon_.Stop();
     }
-    std::ifstream f(dir + "/dnsmasq.log");
-    std::string log((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-    return absl::InternalError("dnsmasq did not start; its log: " + log);
+    return absl::InternalError("dnsmasq did not start; its log: " + s->daemon_.Log());
   }
-
-  ~DnsServer() { Stop(); }
 
   int port() const { return port_; }
   // "127.0.0.1:port": the authority of a dns://server/name target.
@@ -182,7 +153,7 @@ class DnsServer {
   bool SetHosts(const HostRecords& hosts, const std::string& probe,
                 const std::set<std::string>& probe_answer) {
     WriteHosts(hosts);
-    ::kill(pid_, SIGHUP);
+    daemon_.Signal(SIGHUP);
     for (int i = 0; i < 100; ++i) {
       auto got = QueryAddresses(port_, probe);
       if (got && *got == probe_answer) return true;
@@ -192,25 +163,10 @@ class DnsServer {
   }
 
   // How many queries for `name` (any type) the server has answered (its log).
-  int QueryCount(const std::string& name) const {
-    std::ifstream f(dir_ + "/dnsmasq.log");
-    std::string line;
-    int n = 0;
-    const std::string needle = "] " + name + " ";
-    while (std::getline(f, line)) n += line.find(needle) != std::string::npos ? 1 : 0;
-    return n;
-  }
-
-  void Stop() {
-    if (pid_ <= 0) return;
-    ::kill(pid_, SIGTERM);
-    int status;
-    ::waitpid(pid_, &status, 0);
-    pid_ = -1;
-  }
+  int QueryCount(const std::string& name) const { return daemon_.CountLines("] " + name + " "); }
 
  private:
-  explicit DnsServer(std::string dir) : dir_(dir), hosts_path_(dir + "/hosts") {}
+  DnsServer() : daemon_("dns"), hosts_path_(daemon_.dir() + "/hosts") {}
 
   void WriteHosts(const HostRecords& hosts) {
     const std::string tmp = hosts_path_ + ".new";
@@ -221,9 +177,8 @@ class DnsServer {
     std::rename(tmp.c_str(), hosts_path_.c_str());
   }
 
-  std::string dir_;
+  Daemon daemon_;
   std::string hosts_path_;
-  pid_t pid_ = -1;
   int port_ = 0;
 };
 

@@ -8,28 +8,20 @@
 #ifndef RINGRPC_TESTS_TESTING_HTTP_PROXY_SERVER_H_
 #define RINGRPC_TESTS_TESTING_HTTP_PROXY_SERVER_H_
 
-#include <fcntl.h>
-#include <signal.h>
-#include <spawn.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
-#include <cstdlib>
-#include <fstream>
-#include <iterator>
 #include <memory>
 #include <string>
 #include <thread>
+#include <fstream>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "tests/testing/daemon.h"
 #include "tests/testing/loopback.h"
-
-extern char** environ;
 
 namespace ringrpc::testing {
 
@@ -47,15 +39,10 @@ class HttpProxyServer {
       return absl::FailedPreconditionError(
           "tinyproxy is not installed (tools/install-deps.sh installs tinyproxy-bin)");
     }
-    const char* tmp = std::getenv("TEST_TMPDIR");
-    static int serial = 0;
-    std::string dir =
-        absl::StrCat(tmp != nullptr ? tmp : "/tmp", "/proxy.", ::getpid(), ".", ++serial);
-    ::mkdir(dir.c_str(), 0755);
-    std::unique_ptr<HttpProxyServer> s(new HttpProxyServer(dir));
+    std::unique_ptr<HttpProxyServer> s(new HttpProxyServer());
     for (int tries = 0; tries < 5; ++tries) {
       const int port = UnusedLoopbackPort();
-      const std::string conf = dir + "/tinyproxy.conf";
+      const std::string conf = s->daemon_.dir() + "/tinyproxy.conf";
       {
         std::ofstream f(conf);
         f << "Port " << port << "\nListen 127.0.0.1\nTimeout 60\nMaxClients 200\n"
@@ -63,58 +50,27 @@ class HttpProxyServer {
         if (!o.user.empty()) f << "BasicAuth " << o.user << " " << o.password << "\n";
         for (int p : o.connect_ports) f << "ConnectPort " << p << "\n";
       }
-      std::string bin = kTinyproxy, d = "-d", c = "-c", conf_arg = conf;
-      std::vector<char*> argv = {bin.data(), d.data(), c.data(), conf_arg.data(), nullptr};
-      posix_spawn_file_actions_t fa;
-      posix_spawn_file_actions_init(&fa);
-      // In the foreground tinyproxy logs to stdout.
-      posix_spawn_file_actions_addopen(&fa, 1, s->log_.c_str(), O_WRONLY | O_CREAT | O_APPEND,
-                                       0644);
-      posix_spawn_file_actions_adddup2(&fa, 1, 2);
-      pid_t pid;
-      int rc = posix_spawn(&pid, kTinyproxy, &fa, nullptr, argv.data(), environ);
-      posix_spawn_file_actions_destroy(&fa);
-      if (rc != 0) return absl::InternalError("spawn tinyproxy failed");
-      s->pid_ = pid;
+      if (absl::Status st = s->daemon_.Spawn({kTinyproxy, "-d", "-c", conf}); !st.ok()) return st;
       s->port_ = port;
       for (int i = 0; i < 100; ++i) {  // up once it accepts
         if (Accepts(port)) return s;
-        int status;
-        if (::waitpid(pid, &status, WNOHANG) == pid) break;  // the port was taken: again
+        if (s->daemon_.Exited()) break;  // the port was taken: again
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
       }
-      s->Stop();
+      s->daemon_.Stop();
     }
-    return absl::InternalError("tinyproxy did not start; its log: " + s->Log());
+    return absl::InternalError("tinyproxy did not start; its log: " + s->daemon_.Log());
   }
-
-  ~HttpProxyServer() { Stop(); }
 
   std::string address() const { return absl::StrCat("127.0.0.1:", port_); }
   // How many CONNECT requests it has had for `target` ("host:port").
   int Connects(const std::string& target) const {
-    std::ifstream f(log_);
-    std::string line;
-    int n = 0;
-    const std::string needle = "): CONNECT " + target + " ";
-    while (std::getline(f, line)) n += line.find(needle) != std::string::npos ? 1 : 0;
-    return n;
+    return daemon_.CountLines("): CONNECT " + target + " ");
   }
-  std::string Log() const {
-    std::ifstream f(log_);
-    return std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
-  }
-
-  void Stop() {
-    if (pid_ <= 0) return;
-    ::kill(pid_, SIGTERM);
-    int status;
-    ::waitpid(pid_, &status, 0);
-    pid_ = -1;
-  }
+  std::string Log() const { return daemon_.Log(); }
 
  private:
-  explicit HttpProxyServer(const std::string& dir) : log_(dir + "/tinyproxy.log") {}
+  HttpProxyServer() : daemon_("proxy") {}
 
   static bool Accepts(int port) {
     int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -127,8 +83,7 @@ class HttpProxyServer {
     return ok;
   }
 
-  std::string log_;
-  pid_t pid_ = -1;
+  Daemon daemon_;
   int port_ = 0;
 };
 
