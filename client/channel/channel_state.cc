@@ -192,7 +192,6 @@ void ChannelState::PostToAll(std::function<void()> fn) {
 
 // ---- resolver updates -------------------------------------------------------------------
 
-
 // ---- the service config in force (gRFC A21) ------------------------------------------------
 
 const ActiveConfig ChannelState::kNoConfig{};
