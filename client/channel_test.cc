@@ -226,6 +226,10 @@ TEST(Channel, BackendKilledUnderLoadOnlyInFlightCallsFail) {
   }
   std::this_thread::sleep_for(milliseconds(300));
   servers[1]->Kill();  // SIGKILL and reaped: it is gone before `killed`
+  // "After the kill" means after the client could know: a call that starts
+  // in the same loop turn as the one that reads the connections' EOF may
+  // still go out on them (a CI run saw one such wait_for_ready call fail).
+  std::this_thread::sleep_for(milliseconds(100));
   killed = true;
   std::this_thread::sleep_for(milliseconds(500));
   stop = true;
