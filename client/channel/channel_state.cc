@@ -481,10 +481,18 @@ Task<void> ChannelState::IdleWatch(std::weak_ptr<ChannelState> weak, runtime::Ev
   // last look. A look every quarter of the timeout: at most 1.25 timeouts
   // of quiet before the channel goes idle.
   const Duration every = std::max<Duration>(timeout / 4, std::chrono::milliseconds(5));
+  // Woken at least every 10 s to see whether the channel is gone: a
+  // program that makes and drops channels often leaves no pile of
+  // sleeping watches behind (at most 10 s of them).
+  const Duration slice = std::min<Duration>(every, std::chrono::seconds(10));
   uint64_t last_acquires = ~uint64_t{0};
   TimePoint quiet_since = loop.Now();
+  TimePoint next_look = loop.Now() + every;
   for (;;) {
-    co_await SleepUntil(loop, loop.Now() + every);
+    co_await SleepUntil(loop, std::min(next_look, loop.Now() + slice));
+    if (weak.expired()) co_return;
+    if (loop.Now() < next_look) continue;
+    next_look = loop.Now() + every;
     std::shared_ptr<ChannelState> st = weak.lock();
     if (st == nullptr) co_return;
     const pool::PoolMetrics m = st->Metrics();
