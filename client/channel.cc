@@ -190,6 +190,17 @@ Status Channel::BlockingUnaryCall(const std::string& method, ClientContext* ctx,
   return result.get();
 }
 
+static channel::ConnectivityState Internal(ConnectivityState s) {
+  switch (s) {
+    case ConnectivityState::IDLE: return channel::ConnectivityState::kIdle;
+    case ConnectivityState::CONNECTING: return channel::ConnectivityState::kConnecting;
+    case ConnectivityState::READY: return channel::ConnectivityState::kReady;
+    case ConnectivityState::TRANSIENT_FAILURE: return channel::ConnectivityState::kTransientFailure;
+    case ConnectivityState::SHUTDOWN: return channel::ConnectivityState::kShutdown;
+  }
+  return channel::ConnectivityState::kShutdown;
+}
+
 static ConnectivityState Public(channel::ConnectivityState s) {
   switch (s) {
     case channel::ConnectivityState::kIdle: return ConnectivityState::IDLE;
@@ -228,17 +239,9 @@ bool Channel::WaitForStateChange(ConnectivityState last,
   // Through ToLoopTime: saturating, so min()/max() do not overflow.
   const TimePoint until = channel::ToLoopTime(deadline, Clock::now());
   // Woken by the events that change the state (subchannel events, resolver
-  // answers, idleness), not by polling.
-  for (;;) {
-    channel::ConnectivityState internal = channel::ConnectivityState::kShutdown;
-    for (channel::ConnectivityState s :
-         {channel::ConnectivityState::kIdle, channel::ConnectivityState::kConnecting,
-          channel::ConnectivityState::kReady, channel::ConnectivityState::kTransientFailure}) {
-      if (Public(s) == last) internal = s;
-    }
-    if (Public(state_->WaitForStateOtherThan(internal, until)) != last) return true;
-    if (Clock::now() >= until) return false;
-  }
+  // answers, idleness), not by polling; it returns at the deadline or on a
+  // change (the two enums match one to one).
+  return Public(state_->WaitForStateOtherThan(Internal(last), until)) != last;
 }
 
 bool Channel::WaitForConnected(std::chrono::system_clock::time_point deadline) {

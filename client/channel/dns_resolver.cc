@@ -284,11 +284,10 @@ absl::StatusOr<ResolverResult> DnsResolver::ResolveOnce(void* ares) {
   }
   ResolverResult result{std::move(p.addresses), std::nullopt};
   if (p.txt) {
-    static thread_local std::minstd_rand rng{std::random_device{}()};
     char hostname[256] = {};
     ::gethostname(hostname, sizeof hostname - 1);
     absl::StatusOr<std::optional<std::string>> chosen =
-        ChooseServiceConfig(*p.txt, hostname, static_cast<int>(rng() % 100));
+        ChooseServiceConfig(*p.txt, hostname, static_cast<int>(rng_() % 100));
     if (chosen.ok()) {
       result.service_config = std::move(*chosen);
     } else {
@@ -322,7 +321,6 @@ void DnsResolver::Loop() {
     }
   }
   ConnectionBackoff backoff{BackoffConfig{}};
-  std::minstd_rand rng{std::random_device{}()};
   // A failed resolution is tried again by itself at retry_at (max: none).
   TimePoint retry_at = TimePoint::max();
   auto last = Clock::now() - options_.min_interval;
@@ -359,7 +357,7 @@ void DnsResolver::Loop() {
       backoff.Reset();
       retry_at = TimePoint::max();
     } else {
-      retry_at = last + backoff.NextDelay(rng());
+      retry_at = last + backoff.NextDelay(rng_());
     }
     ResolverListener listener;
     {

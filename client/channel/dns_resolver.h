@@ -25,6 +25,7 @@
 #include <atomic>
 #include <cstdint>
 #include <optional>
+#include <random>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -70,6 +71,7 @@ class DnsResolver final : public Resolver {
   ResolverListener listener_ ABSL_GUARDED_BY(mu_);
   std::thread thread_;
   std::atomic<int> resolutions_{0};
+  std::minstd_rand rng_{std::random_device{}()};  // the resolver thread's: backoff, A2's percentage
 };
 
 // The service config the TXT record `payload` (what follows "grpc_config=")
