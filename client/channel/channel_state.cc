@@ -151,10 +151,7 @@ ChannelState::~ChannelState() {
     MutexLock lock(&mu_);
     all.swap(list_);
   }
-  for (auto& sc : all) {
-    sc->events->Remove(watcher_);
-    SubchannelRegistry::Global().Detach(sc, *cq_, listener_);
-  }
+  for (auto& sc : all) SubchannelRegistry::Global().Detach(sc, *cq_, {listener_, watcher_});
 }
 
 // ---- threads ------------------------------------------------------------------------
@@ -299,10 +296,9 @@ void ChannelState::OnResolverUpdate(absl::StatusOr<ResolverResult> result) {
         continue;
       }
       absl::StatusOr<std::shared_ptr<Subchannel>> sc = SubchannelRegistry::Global().Attach(
-          (*update)[i], config_, *cq_, config_.use_local_subchannel_pool, seed_++, listener_,
-          health);
+          (*update)[i], config_, *cq_, config_.use_local_subchannel_pool, seed_++,
+          {listener_, watcher_}, health);
       if (!sc.ok()) continue;  // config was validated: cannot happen
-      (*sc)->events->Add(watcher_);
       fresh.push_back(*sc);
     }
     for (auto& sc : list_) {
@@ -330,10 +326,7 @@ void ChannelState::OnResolverUpdate(absl::StatusOr<ResolverResult> result) {
     for (auto& sc : kept) sc->pool.ReapLocalShard();
   });
   // The last channel to let go of an address closes its pool.
-  for (auto& sc : gone) {
-    sc->events->Remove(watcher_);
-    SubchannelRegistry::Global().Detach(sc, *cq_, listener_);
-  }
+  for (auto& sc : gone) SubchannelRegistry::Global().Detach(sc, *cq_, {listener_, watcher_});
 }
 
 // ---- picking ---------------------------------------------------------------------------

@@ -199,7 +199,7 @@ SubchannelRegistry& SubchannelRegistry::Global() {
 
 absl::StatusOr<std::shared_ptr<Subchannel>> SubchannelRegistry::Attach(
     const transport::Address& address, const ChannelConfig& config, runtime::CqThreads& cq,
-    bool local, uint64_t seed, std::shared_ptr<SubchannelEventListener> listener,
+    bool local, uint64_t seed, const Listeners& listeners,
     std::optional<std::string> health_service) {
   std::string name = address.ToString();
   SharingKey key = SharingKey::Of(name, config, &cq, std::move(health_service));
@@ -232,23 +232,27 @@ absl::StatusOr<std::shared_ptr<Subchannel>> SubchannelRegistry::Attach(
     if (!p.ok()) return p.status();
     sc = std::make_shared<Subchannel>(record, *p, events);
     if (key.health_service) {
-      // One Watch stream for the address, on a CQ thread chosen by its name
-      // (addresses spread over the threads).
       sc->health = std::make_shared<HealthWatch>(*key.health_service, record, *p, events,
                                                  config.backoff);
-      sc->health->Start(cq, std::hash<std::string>()(name) % cq.size());
     }
     if (!local) shared_.emplace_back(key, sc);
   }
-  sc->events->Add(listener);
+  for (const auto& l : listeners) sc->events->Add(l);
   ++sc->attachments;
   if (fresh) sc->events->Emit(SubchannelEvent::Kind::kInit);
   sc->events->Emit(SubchannelEvent::Kind::kAttach);
+  if (fresh && sc->health) {
+    // One Watch stream for the address, on a CQ thread chosen by its name
+    // (addresses spread over the threads). Started only now: its first
+    // answer can come before this thread runs again, and the listeners
+    // must hear it (a state change is said once).
+    sc->health->Start(cq, std::hash<std::string>()(name) % cq.size());
+  }
   return sc;
 }
 
 void SubchannelRegistry::Detach(const std::shared_ptr<Subchannel>& sc, runtime::CqThreads& cq,
-                                const std::shared_ptr<SubchannelEventListener>& listener) {
+                                const Listeners& listeners) {
   bool last;
   {
     MutexLock lock(&mu_);
@@ -264,7 +268,7 @@ void SubchannelRegistry::Detach(const std::shared_ptr<Subchannel>& sc, runtime::
     SubchannelPool pool = sc->pool;
     for (size_t i = 0; i < cq.size(); ++i) cq.Post(i, [pool] { pool.Close(); });
   }
-  sc->events->Remove(listener);
+  for (const auto& l : listeners) sc->events->Remove(l);
 }
 
 size_t SubchannelRegistry::shared_count() {

@@ -180,16 +180,19 @@ class SubchannelRegistry {
 
   // A subchannel for `address` under `config`, shared with every channel
   // whose SharingKey is equal, or a private one when `local`; health-checked
-  // with `health_service` (A17) if set.
+  // with `health_service` (A17) if set. `listeners` (null ones skipped)
+  // hear every event from the first on: they are added before a fresh
+  // subchannel's health check starts.
+  using Listeners = std::vector<std::shared_ptr<SubchannelEventListener>>;
   absl::StatusOr<std::shared_ptr<Subchannel>> Attach(
       const transport::Address& address, const ChannelConfig& config,
-      runtime::CqThreads& cq, bool local, uint64_t seed,
-      std::shared_ptr<SubchannelEventListener> listener,
+      runtime::CqThreads& cq, bool local, uint64_t seed, const Listeners& listeners,
       std::optional<std::string> health_service = std::nullopt);
-  // Ends one attachment. The last one closes the pool on every CQ thread
-  // (each thread closes its own shard) and forgets the subchannel.
+  // Ends one attachment (the listeners Attach added stop hearing). The last
+  // one closes the pool on every CQ thread (each thread closes its own
+  // shard) and forgets the subchannel.
   void Detach(const std::shared_ptr<Subchannel>& sc, runtime::CqThreads& cq,
-              const std::shared_ptr<SubchannelEventListener>& listener);
+              const Listeners& listeners);
   size_t shared_count();
 
  private:

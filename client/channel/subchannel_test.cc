@@ -67,14 +67,14 @@ TEST(SubchannelRegistry, ChannelsDifferingOnlyInMaxUsesGetTheirOwnSubchannel) {
   limited.pool.max_uses = 5;
   SubchannelRegistry& registry = SubchannelRegistry::Global();
   size_t before = registry.shared_count();
-  auto a = registry.Attach(*addr, plain, **cq, false, 1, nullptr);
-  auto b = registry.Attach(*addr, plain, **cq, false, 2, nullptr);
-  auto c = registry.Attach(*addr, limited, **cq, false, 3, nullptr);
+  auto a = registry.Attach(*addr, plain, **cq, false, 1, {});
+  auto b = registry.Attach(*addr, plain, **cq, false, 2, {});
+  auto c = registry.Attach(*addr, limited, **cq, false, 3, {});
   ASSERT_TRUE(a.ok() && b.ok() && c.ok());
   EXPECT_EQ(a->get(), b->get());
   EXPECT_NE(a->get(), c->get());
   EXPECT_EQ(registry.shared_count(), before + 2);
-  for (auto* sc : {&*a, &*b, &*c}) registry.Detach(*sc, **cq, nullptr);
+  for (auto* sc : {&*a, &*b, &*c}) registry.Detach(*sc, **cq, {});
   EXPECT_EQ(registry.shared_count(), before);
   (*cq)->Shutdown();
 }
