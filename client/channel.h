@@ -143,8 +143,9 @@ class Channel {
   // blocking stream API): hops to a CQ thread, opens there, waits.
   std::unique_ptr<ClientCall> BlockingOpen(const std::string& method, ClientContext* ctx,
                                            Status* status);
-  // Runs `task` on one of the channel's CQ threads (chosen by the calling
-  // thread, so one caller keeps to one thread's warm connections).
+  // Runs `task` on one of the channel's CQ threads: the calling one if it
+  // is one of them, else the next in the calling thread's round of them
+  // (one application thread's async work spreads over every CQ thread).
   void Spawn(Task<void> task);
   // Runs `task` on CQ thread `cq_thread` (< cq_thread_count()), for callers
   // that manage their own affinity. INVALID_ARGUMENT (and `task` dropped

@@ -13,6 +13,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <random>
 #include <future>
 #include <map>
@@ -715,6 +716,64 @@ TEST(Channel, WaitForConnectedConnectsTheCallersOwnCqThread) {
   const auto start = std::chrono::steady_clock::now();
   EXPECT_FALSE(dead->WaitForConnected(std::chrono::system_clock::now() + milliseconds(300)));
   EXPECT_GE(std::chrono::steady_clock::now() - start, milliseconds(290));
+}
+
+// Issue 15: one application thread's async calls spread over the CQ
+// threads (each has its own connection: the server sees one peer per CQ
+// thread); its blocking calls keep to one.
+TEST(Channel, OneThreadsAsyncCallsSpreadOverTheCqThreadsAndItsBlockingCallsDoNot) {
+  auto server = StartServer();
+  ChannelArguments args;
+  args.SetInt("ringrpc.cq_threads", 2);
+  auto ch = CreateCustomChannel(server->address(), InsecureChannelCredentials(), args);
+  constexpr int kInFlight = 128;
+  std::mutex mu;
+  std::condition_variable cv;
+  int done = 0;
+  std::set<std::string> peers;
+  std::vector<std::string> errors;
+  std::vector<std::unique_ptr<ClientContext>> contexts;
+  std::vector<std::string> replies(kInFlight);
+  EchoRequest req;
+  req.set_want_peer(true);
+  req.set_sleep_ms(20);  // all 128 in flight at once
+  for (int i = 0; i < kInFlight; ++i) {
+    contexts.push_back(std::make_unique<ClientContext>());
+    ch->UnaryCallAsync(kUnary, contexts.back().get(), req.SerializeAsString(), &replies[i],
+                       [&, i](Status s) {
+                         EchoResponse resp;
+                         std::lock_guard<std::mutex> lock(mu);
+                         if (s.ok() && resp.ParseFromString(replies[i])) {
+                           peers.insert(resp.peer());
+                         } else {
+                           errors.push_back(s.ToString());
+                         }
+                         ++done;
+                         cv.notify_all();
+                       });
+  }
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(30), [&] { return done == kInFlight; }));
+  }
+  EXPECT_THAT(errors, ::testing::IsEmpty());
+  EXPECT_EQ(peers.size(), 2u) << "both CQ threads carried calls";
+  const uint64_t created = ch->Metrics().created;
+  // Blocking calls from this thread: one CQ thread, so no new connection
+  // and one peer.
+  std::set<std::string> blocking_peers;
+  for (int i = 0; i < 10; ++i) {
+    ClientContext ctx;
+    std::string reply;
+    EchoRequest one;
+    one.set_want_peer(true);
+    ASSERT_TRUE(ch->BlockingUnaryCall(kUnary, &ctx, one.SerializeAsString(), &reply).ok());
+    EchoResponse resp;
+    ASSERT_TRUE(resp.ParseFromString(reply));
+    blocking_peers.insert(resp.peer());
+  }
+  EXPECT_EQ(blocking_peers.size(), 1u);
+  EXPECT_EQ(ch->Metrics().created, created);
 }
 
 TEST(Channel, WithoutAReservoirEachThreadDialsItsOwn) {

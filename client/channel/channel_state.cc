@@ -174,9 +174,16 @@ void ChannelState::SpawnOn(size_t i, Task<void> task) {
   cq_->Post(i, [loop, holder] { loop->Spawn(std::move(*holder)); });
 }
 
+size_t ChannelState::NextIndexForAsync() const {
+  // Starts at the thread's own index (IndexForCaller's hash), so that many
+  // application threads do not all begin on CQ thread 0; wraps harmlessly.
+  thread_local size_t next = std::hash<std::thread::id>()(std::this_thread::get_id());
+  return next++ % cq_->size();
+}
+
 void ChannelState::Spawn(Task<void> task) {
   std::optional<size_t> here = CurrentIndex();
-  SpawnOn(here ? *here : IndexForCaller(), std::move(task));
+  SpawnOn(here ? *here : NextIndexForAsync(), std::move(task));
 }
 
 void ChannelState::SpawnForBlocking(Task<void> task) {

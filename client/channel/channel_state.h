@@ -99,11 +99,16 @@ class ChannelState : public std::enable_shared_from_this<ChannelState> {
   runtime::CqThreads* cq() const { return cq_.get(); }
   // The CQ thread index of the calling thread, if it is one of ours.
   std::optional<size_t> CurrentIndex() const;
-  // A foreign caller keeps to one CQ thread (its connections stay warm).
+  // A foreign thread's blocking calls keep to one CQ thread (its
+  // connections stay warm).
   size_t IndexForCaller() const;
+  // A foreign thread's async work goes round the CQ threads, starting from
+  // its own (a counter per application thread: nothing shared).
+  size_t NextIndexForAsync() const;
   // Runs `task` on CQ thread `i` (< cq()->size()). Any thread.
   void SpawnOn(size_t i, Task<void> task);
-  // On the calling CQ thread if it is one of ours, else the caller's own.
+  // On the calling CQ thread if it is one of ours, else the next CQ thread
+  // in the caller's round (async work: callbacks, reactors, Spawn).
   void Spawn(Task<void> task);
   // On the caller's own CQ thread (a blocking call, WaitForConnected:
   // where this thread's blocking calls go).

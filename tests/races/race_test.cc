@@ -27,6 +27,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <string>
 #include <thread>
@@ -84,6 +85,9 @@ struct CallRec {
   std::atomic<int> ends{0};
   Status status;
   std::string mismatch;  // set when an OK call's answer is not its own
+  // What the call was set up with (printed when it fails): its channel's
+  // settings, deadline, wait_for_ready, cancelled before it started.
+  std::string setup;
   void End(Status s, std::string wrong = "") {
     if (ends.load(std::memory_order_relaxed) == 0) {
       status = std::move(s);
@@ -256,15 +260,23 @@ class Round {
  private:
   void MakeChannel(Rng& rng) {
     ChannelArguments args;
-    if (rng() % 2) args.SetInt("ringrpc.cq_threads", 1 + int(rng() % 2));
+    if (rng() % 2) {
+      const int n = 1 + int(rng() % 2);
+      args.SetInt("ringrpc.cq_threads", n);
+      channel_setup_ = absl::StrCat("own ", n, " CQ thread(s)");
+    } else {
+      channel_setup_ = "process-wide CQ threads";
+    }
     if (rng() % 2) {
       args.SetString("grpc.service_config",
                      R"({"loadBalancingConfig":[{"round_robin":{}}]})");
+      channel_setup_ += ", round_robin";
     }
     silent_ = rng() % 4 == 0;
     if (const char* only = std::getenv("RINGRPC_RACE_SILENT"); only && *only) {
       silent_ = *only == '1';  // triage: only silent (1) or only live (0) targets
     }
+    channel_setup_ += silent_ ? ", the silent server" : ", live backends";
     if (silent_) {
       args.SetInt("ringrpc.connect_timeout_ms", 200);
       channel_ = CreateCustomChannel(b_.silent->address(), InsecureChannelCredentials(), args);
@@ -310,13 +322,27 @@ class Round {
     if (form == Form::kBlockingServerStream || form == Form::kReadReactor) {
       c->req.set_response_size(1 + int(c->id % 50));
     }
+    const auto now = SysClock::now();
     SetDeadline(rng, c->ctx, silent_);
     if (rng() % 8 == 0) c->ctx.set_wait_for_ready(true);
     if (rng() % 3 == 0) c->ctx.AddMetadata("x-race", std::to_string(c->id));
-    if (rng() % 25 == 0) {  // cancelled before it starts
+    const bool cancelled_first = rng() % 25 == 0;
+    if (cancelled_first) {  // cancelled before it starts
       c->ctx.TryCancel();
       ++stats_->cancels;
     }
+    const std::optional<SysClock::time_point> deadline = c->ctx.deadline();
+    c->setup = absl::StrCat(
+        channel_setup_, "; deadline ",
+        !deadline                             ? std::string("none")
+        : *deadline == SysClock::time_point::max() ? std::string("max()")
+        : *deadline == SysClock::time_point::min()
+            ? std::string("min()")
+            : absl::StrCat(std::chrono::duration_cast<milliseconds>(*deadline - now).count(),
+                           " ms"),
+        c->ctx.wait_for_ready() ? ", wait_for_ready" : "",
+        cancelled_first ? ", cancelled before it started" : "",
+        c->req.sleep_ms() ? absl::StrCat(", server sleeps ", c->req.sleep_ms(), " ms") : "");
     {
       std::lock_guard<std::mutex> lock(mu_);
       calls_.push_back(c);
@@ -498,6 +524,7 @@ class Round {
   std::shared_ptr<TestService::Stub> stub_;
   std::shared_ptr<ManualResolver> resolver_;
   bool silent_ = false;
+  std::string channel_setup_;
   std::vector<CallPtr> calls_;
   std::deque<CallPtr> recent_;
   std::atomic<uint64_t> next_id_{0};
@@ -575,7 +602,8 @@ TEST(Races, EveryCallEndsOnceWithItsOwnAnswerAndNothingLeaks) {
       for (const CallPtr& c : calls) {
         const int ends = c->ends.load(std::memory_order_acquire);
         ASSERT_EQ(ends, 1) << "round seed " << round_seed << ": call " << c->id << " ("
-                           << FormName(c->form) << ") ended " << ends << " times";
+                           << FormName(c->form) << ") ended " << ends << " times ("
+                           << c->setup << ")";
         ASSERT_TRUE(c->mismatch.empty())
             << "round seed " << round_seed << ": call " << c->id << " (" << FormName(c->form)
             << ") OK with an answer not its own: " << c->mismatch;
