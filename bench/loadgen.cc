@@ -1,6 +1,9 @@
 // loadgen: ringrpc against the grpc++ client, head to head, on one grpc++
 // callback-API server process (bench/loadgen_server). Clients:
 //   ringrpc      generated stubs, coroutine form, on `threads` CQ threads
+//   ringrpc_cb   the same stubs' callback form (stub->async()->Unary, the
+//                next call issued from the callback, as grpc++ code does)
+//   ringrpc_sync the blocking form: one application thread per slot
 //   grpc++ 1ch   Debian's grpc++ 1.51 callback API, one channel
 //   grpc++ Kch   the same over K = `threads` channels made distinct by a
 //                channel argument (the usual workaround)
@@ -18,7 +21,8 @@
 // Flags: --type=unary|bidi  --concurrency=LIST  --sizes=LIST (request and
 // response bytes)  --threads=N  --duration=S  --warmup=S  --rounds=N
 // --server_cpu=N --client_cpu=N (pinning; -1 none)  --clients=LIST
-// (ringrpc,grpc1,grpcK,tcp)  --json_only  --ringrpc_arg=KEY=INT (repeatable:
+// (ringrpc,ringrpc_cb,ringrpc_sync,grpc1,grpcK,tcp; unary only for the
+// _cb and _sync forms)  --json_only  --ringrpc_arg=KEY=INT (repeatable:
 // a channel argument for the ringrpc client)  --service_config=JSON (both
 // clients' channels get it)
 #include <arpa/inet.h>
@@ -40,6 +44,7 @@
 #include <future>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -202,7 +207,39 @@ ringrpc::Task<void> RingBidi(RingStub* stub, const EchoRequest* req, Slot* slot,
   phase->SlotDone();
 }
 
-Result RunRingrpc(const Options& o, const std::string& target, int concurrency, int size) {
+// The callback form: each call's callback issues the next (on the CQ
+// thread it ran on).
+class RingCallbackSlot {
+ public:
+  RingCallbackSlot(RingStub* stub, const EchoRequest* req, Slot* slot, Phase* phase)
+      : stub_(stub), req_(req), slot_(slot), phase_(phase) {}
+  void Issue() {
+    ctx_.emplace();
+    t0_ = Clock::now();
+    stub_->async()->Unary(&*ctx_, req_, &resp_, [this](ringrpc::Status s) {
+      phase_->Record(*slot_, t0_, s.ok(), s.ToString());
+      if (phase_->stop.load(std::memory_order_relaxed)) {
+        phase_->SlotDone();
+      } else {
+        Issue();
+      }
+    });
+  }
+
+ private:
+  RingStub* stub_;
+  const EchoRequest* req_;
+  Slot* slot_;
+  Phase* phase_;
+  std::optional<ringrpc::ClientContext> ctx_;
+  EchoResponse resp_;
+  Clock::time_point t0_;
+};
+
+// `form`: "ringrpc" (coroutines spawned round the CQ threads), "ringrpc_cb"
+// (callbacks) or "ringrpc_sync" (blocking calls, a thread per slot).
+Result RunRingrpc(const Options& o, const std::string& form, const std::string& target,
+                  int concurrency, int size) {
   ringrpc::ChannelArguments args;
   args.SetInt("ringrpc.cq_threads", o.threads);
   args.SetInt("grpc.use_local_subchannel_pool", 1);
@@ -213,14 +250,35 @@ Result RunRingrpc(const Options& o, const std::string& target, int concurrency, 
   EchoRequest req = Request(size);
   Phase phase;
   std::vector<Slot> slots(concurrency);
-  return Measure(o, phase, slots, [&] {
+  std::vector<std::unique_ptr<RingCallbackSlot>> callbacks;
+  std::vector<std::thread> callers;
+  Result r = Measure(o, phase, slots, [&] {
     phase.running = concurrency;
     for (int i = 0; i < concurrency; ++i) {
-      auto task = o.type == "bidi" ? RingBidi(stub.get(), &req, &slots[i], &phase)
-                                   : RingUnary(stub.get(), &req, &slots[i], &phase);
-      (void)channel->SpawnOn(i % o.threads, std::move(task));
+      if (form == "ringrpc_cb") {
+        callbacks.push_back(
+            std::make_unique<RingCallbackSlot>(stub.get(), &req, &slots[i], &phase));
+        callbacks.back()->Issue();
+      } else if (form == "ringrpc_sync") {
+        callers.emplace_back([&, slot = &slots[i]] {
+          EchoResponse resp;
+          while (!phase.stop.load(std::memory_order_relaxed)) {
+            ringrpc::ClientContext ctx;
+            Clock::time_point t0 = Clock::now();
+            ringrpc::Status s = stub->Unary(&ctx, req, &resp);
+            phase.Record(*slot, t0, s.ok(), s.ToString());
+          }
+          phase.SlotDone();
+        });
+      } else {
+        auto task = o.type == "bidi" ? RingBidi(stub.get(), &req, &slots[i], &phase)
+                                     : RingUnary(stub.get(), &req, &slots[i], &phase);
+        (void)channel->SpawnOn(i % o.threads, std::move(task));
+      }
     }
   });
+  for (std::thread& t : callers) t.join();
+  return r;
 }
 
 // ---- grpc++ (callback API) ---------------------------------------------------
@@ -477,7 +535,11 @@ int main(int argc, char** argv) {
       for (int round = 0; round < o.rounds; ++round) {
         for (const std::string& client : o.clients) {
           Result r;
-          if (client == "ringrpc") r = RunRingrpc(o, target, c, size);
+          if (client == "ringrpc") r = RunRingrpc(o, client, target, c, size);
+          else if (client == "ringrpc_cb" || client == "ringrpc_sync") {
+            if (o.type != "unary") continue;
+            r = RunRingrpc(o, client, target, c, size);
+          }
           else if (client == "grpc1") r = RunGrpc(o, target, c, size, 1);
           else if (client == "grpcK") r = RunGrpc(o, target, c, size, o.threads);
           else if (client == "tcp") r = RunTcp(o, size);
@@ -517,15 +579,24 @@ int main(int argc, char** argv) {
                        (unsigned long long)row.r.errors, row.r.first_error.c_str());
         }
       }
-      if (!o.json_only && rows.count("ringrpc")) {
-        Row& ring = rows["ringrpc"];
-        for (const char* other : {"grpc1", "grpcK"}) {
-          if (!rows.count(other) || rows[other].qps() == 0) continue;
-          Row& g = rows[other];
-          std::printf("ringrpc / %-10s calls/s %.2fx   cpu/call %.2fx   p50 %.2fx\n",
-                      other == std::string("grpc1") ? "grpc++ 1ch" : "grpc++ K",
-                      ring.qps() / g.qps(), ring.cpu_us() / g.cpu_us(),
-                      ring.pct(0.5) / g.pct(0.5));
+      if (!o.json_only) {
+        // Each ringrpc form against grpc++, and the callback and blocking
+        // forms against the coroutine form (issue 17's targets).
+        for (const char* form : {"ringrpc", "ringrpc_cb", "ringrpc_sync"}) {
+          if (!rows.count(form) || rows[form].qps() == 0) continue;
+          Row& ring = rows[form];
+          for (const char* other : {"grpc1", "grpcK", "ringrpc"}) {
+            if (other == std::string(form) || !rows.count(other) || rows[other].qps() == 0) {
+              continue;
+            }
+            Row& g = rows[other];
+            std::printf("%-12s / %-10s calls/s %.2fx   cpu/call %.2fx   p50 %.2fx\n", form,
+                        other == std::string("grpc1")   ? "grpc++ 1ch"
+                        : other == std::string("grpcK") ? "grpc++ K"
+                                                        : "coroutine",
+                        ring.qps() / g.qps(), ring.cpu_us() / g.cpu_us(),
+                        ring.pct(0.5) / g.pct(0.5));
+          }
         }
       }
       std::fflush(stdout);

@@ -8,6 +8,7 @@
 #include <future>
 #include <map>
 #include <mutex>
+#include <semaphore>
 #include <thread>
 #include <vector>
 
@@ -152,6 +153,40 @@ void Channel::UnaryCallAsync(const std::string& method, ClientContext* ctx, std:
   state_->Spawn(RunUnary(state_, method, ctx, std::move(request), response, std::move(done)));
 }
 
+namespace {
+
+// Where a blocking caller sleeps until the CQ thread running its work has
+// the answer (on the caller's own stack; a futex, no allocation). After
+// `Set` the caller may return and free it: the CQ thread touches it no more.
+template <typename T>
+struct BlockingResult {
+  std::binary_semaphore ready{0};
+  T value;
+  void Set(T v) {
+    value = std::move(v);
+    ready.release();
+  }
+  T Get() {
+    ready.acquire();
+    return std::move(value);
+  }
+};
+
+Task<void> RunBlockingUnary(std::shared_ptr<channel::ChannelState> state, std::string method,
+                            ClientContext* ctx, std::string request, std::string* response,
+                            BlockingResult<Status>* out) {
+  out->Set(co_await internal::CallOpener::Unary(std::move(state), std::move(method), ctx,
+                                                std::move(request), response));
+}
+
+Task<void> RunBlockingOpen(std::shared_ptr<channel::ChannelState> state, std::string method,
+                           ClientContext* ctx, Status* status,
+                           BlockingResult<std::unique_ptr<ClientCall>>* out) {
+  out->Set(co_await internal::CallOpener::Open(std::move(state), method, ctx, status));
+}
+
+}  // namespace
+
 std::unique_ptr<ClientCall> Channel::BlockingOpen(const std::string& method, ClientContext* ctx,
                                                   Status* status) {
   if (!state_->config_error().ok()) {
@@ -164,30 +199,29 @@ std::unique_ptr<ClientCall> Channel::BlockingOpen(const std::string& method, Cli
                      "use the coroutine API there");
     return nullptr;
   }
-  std::promise<std::unique_ptr<ClientCall>> promise;
-  auto result = promise.get_future();
-  state_->SpawnForBlocking([](std::shared_ptr<channel::ChannelState> st, std::string method,
-                   ClientContext* ctx, Status* status,
-                   std::promise<std::unique_ptr<ClientCall>>* out) -> Task<void> {
-    out->set_value(co_await internal::CallOpener::Open(std::move(st), method, ctx, status));
-  }(state_, method, ctx, status, &promise));
-  return result.get();
+  BlockingResult<std::unique_ptr<ClientCall>> result;
+  state_->SpawnForBlocking(RunBlockingOpen(state_, method, ctx, status, &result));
+  return result.Get();
 }
 
 Status Channel::BlockingUnaryCall(const std::string& method, ClientContext* ctx,
                                   const std::string& request, std::string* response) {
+  return BlockingUnaryCall(method, ctx, std::string(request), response);
+}
+
+Status Channel::BlockingUnaryCall(const std::string& method, ClientContext* ctx,
+                                  std::string&& request, std::string* response) {
   if (!state_->config_error().ok()) return Status::FromAbsl(state_->config_error());
   if (state_->CurrentIndex()) {
     return Status(StatusCode::FAILED_PRECONDITION,
                   "a blocking call on one of the channel's own CQ threads would deadlock; "
                   "use the coroutine or callback API there");
   }
-  std::promise<Status> promise;
-  std::future<Status> result = promise.get_future();
+  BlockingResult<Status> result;
   // The caller's own CQ thread, every time: its connections stay warm.
-  state_->SpawnForBlocking(RunUnary(state_, method, ctx, request, response,
-                                    [&promise](Status s) { promise.set_value(std::move(s)); }));
-  return result.get();
+  state_->SpawnForBlocking(
+      RunBlockingUnary(state_, method, ctx, std::move(request), response, &result));
+  return result.Get();
 }
 
 static channel::ConnectivityState Internal(ConnectivityState s) {

@@ -336,11 +336,7 @@ void ClientCall::Cancel() {
   impl_->call->Cancel();
 }
 
-void ClientCall::Run(Task<void> task) {
-  auto holder = std::make_shared<Task<void>>(std::move(task));
-  runtime::EventLoop* loop = impl_->loop;
-  loop->Post([loop, holder] { loop->Spawn(std::move(*holder)); });
-}
+void ClientCall::Run(Task<void> task) { impl_->loop->PostSpawn(std::move(task)); }
 
 bool ClientCall::OnItsThread() const { return runtime::EventLoop::Current() == impl_->loop; }
 bool ClientCall::OnChannelThread() const { return impl_->channel->CurrentIndex().has_value(); }

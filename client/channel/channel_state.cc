@@ -168,11 +168,7 @@ size_t ChannelState::IndexForCaller() const {
   return std::hash<std::thread::id>()(std::this_thread::get_id()) % cq_->size();
 }
 
-void ChannelState::SpawnOn(size_t i, Task<void> task) {
-  auto holder = std::make_shared<Task<void>>(std::move(task));
-  EventLoop* loop = &cq_->loop(i);
-  cq_->Post(i, [loop, holder] { loop->Spawn(std::move(*holder)); });
-}
+void ChannelState::SpawnOn(size_t i, Task<void> task) { cq_->loop(i).PostSpawn(std::move(task)); }
 
 size_t ChannelState::NextIndexForAsync() const {
   // Starts at the thread's own index (IndexForCaller's hash), so that many

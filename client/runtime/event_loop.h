@@ -162,6 +162,12 @@ class EventLoop : public Runtime {
   // Runs `task` on this loop; it is destroyed (cancelled) if still running
   // when the loop is destroyed. Loop thread only.
   void Spawn(Task<void> task);
+  // Post of a Spawn: `task` starts on this loop's thread. Any thread. One
+  // allocation (the inbox's node); a task never started is destroyed with
+  // the loop.
+  void PostSpawn(Task<void> task) {
+    Post([this, task = std::move(task)]() mutable { Spawn(std::move(task)); });
+  }
 
   // Runs turns until Stop(). Makes this loop Current() and the thread's
   // pool runtime for the duration.

@@ -8,23 +8,61 @@
 // order.
 //
 // Threading: Push from any thread; TakeAll from the owning loop only.
+// One allocation per item (its node): a function of up to two pointers
+// (a loop and a Task, say) is held in place, movable-only ones too.
 //
 //   if (inbox.Push(std::move(fn))) WakeLoop();   // was empty
 //   for (auto& fn : inbox.TakeAll()) fn();       // on the loop
 #ifndef RINGRPC_CLIENT_RUNTIME_INBOX_H_
 #define RINGRPC_CLIENT_RUNTIME_INBOX_H_
 
-#include <algorithm>
 #include <atomic>
-#include <functional>
 #include <utility>
-#include <vector>
+
+#include "absl/functional/any_invocable.h"
 
 namespace ringrpc::runtime {
 
 class Inbox {
  public:
-  using Fn = std::function<void()>;
+  using Fn = absl::AnyInvocable<void()>;
+
+ private:
+  struct Node {
+    Fn fn;
+    Node* next;
+  };
+
+ public:
+  // What TakeAll took, oldest first: iterate it (the functions may be run
+  // or dropped in place); its nodes are freed with it.
+  class Batch {
+   public:
+    class iterator {
+     public:
+      explicit iterator(Node* n) : n_(n) {}
+      Fn& operator*() const { return n_->fn; }
+      iterator& operator++() {
+        n_ = n_->next;
+        return *this;
+      }
+      bool operator!=(const iterator& o) const { return n_ != o.n_; }
+
+     private:
+      Node* n_;
+    };
+    explicit Batch(Node* oldest) : oldest_(oldest) {}
+    Batch(const Batch&) = delete;
+    Batch& operator=(const Batch&) = delete;
+    ~Batch() {
+      while (oldest_ != nullptr) delete std::exchange(oldest_, oldest_->next);
+    }
+    iterator begin() const { return iterator(oldest_); }
+    iterator end() const { return iterator(nullptr); }
+
+   private:
+    Node* oldest_;
+  };
 
   Inbox() = default;
   Inbox(const Inbox&) = delete;
@@ -49,24 +87,21 @@ class Inbox {
 
   // Everything pushed so far, oldest first. Producers that push after this
   // see an empty inbox and wake the consumer again.
-  std::vector<Fn> TakeAll() {
+  Batch TakeAll() {
     Node* n = head_.exchange(nullptr, std::memory_order_acquire);
-    std::vector<Fn> out;
+    Node* oldest = nullptr;  // the stack reversed in place
     while (n != nullptr) {
-      out.push_back(std::move(n->fn));
-      delete std::exchange(n, n->next);
+      Node* next = n->next;
+      n->next = oldest;
+      oldest = n;
+      n = next;
     }
-    std::reverse(out.begin(), out.end());
-    return out;
+    return Batch(oldest);
   }
 
   bool empty() const { return head_.load(std::memory_order_acquire) == nullptr; }
 
  private:
-  struct Node {
-    Fn fn;
-    Node* next;
-  };
   std::atomic<Node*> head_{nullptr};
 };
 
