@@ -12,7 +12,8 @@
 // configuration it alternates the clients over `rounds` rounds (so drift
 // hits all alike) and reports calls/s, latency p50/p90/p99/p99.9, client
 // CPU microseconds per call (getrusage of this process over the measured
-// window; the server is another process), context switches per call, and
+// window; the server is another process), context switches and heap
+// allocations (bench/alloc_counter: every malloc in the process) per call, and
 // ringrpc / grpc++ ratios: a table, and one JSON line per client and
 // configuration (prefix "JSON ").
 //
@@ -51,6 +52,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "bench/alloc_counter.h"
 #include "tests/proto/echo_test.grpc.pb.h"
 #include "tests/proto/echo_test.ringrpc.pb.h"
 #include "tests/testing/loopback.h"
@@ -108,12 +110,13 @@ struct Phase {
 struct Usage {
   double cpu_s = 0;
   long csw = 0;
+  uint64_t allocs = 0;
   static Usage Now() {
     rusage u;
     getrusage(RUSAGE_SELF, &u);
     return {u.ru_utime.tv_sec + u.ru_stime.tv_sec +
                 (u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6,
-            u.ru_nvcsw + u.ru_nivcsw};
+            u.ru_nvcsw + u.ru_nivcsw, ringrpc::bench::AllocationCount()};
   }
 };
 
@@ -123,6 +126,7 @@ struct Result {
   std::string first_error;
   double wall_s = 0, cpu_s = 0;
   long csw = 0;
+  uint64_t allocs = 0;  // heap allocations by the whole process
   uint64_t calls() const { return latency_ns.size(); }
   void Add(const Result& o) {
     latency_ns.insert(latency_ns.end(), o.latency_ns.begin(), o.latency_ns.end());
@@ -131,6 +135,7 @@ struct Result {
     wall_s += o.wall_s;
     cpu_s += o.cpu_s;
     csw += o.csw;
+    allocs += o.allocs;
   }
 };
 
@@ -153,6 +158,7 @@ Result Measure(const Options& o, Phase& phase, std::vector<Slot>& slots, Start s
   r.wall_s = std::chrono::duration<double>(t1 - t0).count();
   r.cpu_s = u1.cpu_s - u0.cpu_s;
   r.csw = u1.csw - u0.csw;
+  r.allocs = u1.allocs - u0.allocs;
   for (Slot& s : slots) {
     r.latency_ns.insert(r.latency_ns.end(), s.latency_ns.begin(), s.latency_ns.end());
     r.errors += s.errors;
@@ -462,6 +468,7 @@ struct Row {
   double qps() const { return r.wall_s > 0 ? r.calls() / r.wall_s : 0; }
   double cpu_us() const { return r.calls() ? r.cpu_s * 1e6 / r.calls() : 0; }
   double csw() const { return r.calls() ? double(r.csw) / r.calls() : 0; }
+  double allocs() const { return r.calls() ? double(r.allocs) / r.calls() : 0; }
   double pct(double q) {
     if (r.latency_ns.empty()) return 0;
     size_t i = std::min(r.latency_ns.size() - 1, size_t(q * r.latency_ns.size()));
@@ -550,8 +557,9 @@ int main(int argc, char** argv) {
       }
       if (!o.json_only) {
         std::printf("\n%s, concurrency %d, %d B request and response\n", o.type.c_str(), c, size);
-        std::printf("%-12s %10s %9s %9s %9s %9s %12s %9s %7s\n", "client", "calls/s", "p50 us",
-                    "p90 us", "p99 us", "p99.9 us", "cpu us/call", "csw/call", "errors");
+        std::printf("%-12s %10s %9s %9s %9s %9s %12s %9s %12s %7s\n", "client", "calls/s",
+                    "p50 us", "p90 us", "p99 us", "p99.9 us", "cpu us/call", "csw/call",
+                    ringrpc::bench::Counting() ? "allocs/call" : "(no allocs)", "errors");
       }
       for (const std::string& client : o.clients) {
         if (!rows.count(client)) continue;
@@ -562,17 +570,17 @@ int main(int argc, char** argv) {
                             : client == "tcp"   ? "tcp floor"
                                                 : client;
         if (!o.json_only) {
-          std::printf("%-12s %10.0f %9.1f %9.1f %9.1f %9.1f %12.1f %9.2f %7llu\n", label.c_str(),
-                      row.qps(), p50, p90, p99, p999, row.cpu_us(), row.csw(),
-                      (unsigned long long)row.r.errors);
+          std::printf("%-12s %10.0f %9.1f %9.1f %9.1f %9.1f %12.1f %9.2f %12.1f %7llu\n",
+                      label.c_str(), row.qps(), p50, p90, p99, p999, row.cpu_us(), row.csw(),
+                      row.allocs(), (unsigned long long)row.r.errors);
         }
         std::printf("JSON {\"type\":\"%s\",\"concurrency\":%d,\"size\":%d,\"threads\":%d,"
                     "\"client\":\"%s\",\"calls\":%llu,\"qps\":%.1f,\"p50_us\":%.2f,"
                     "\"p90_us\":%.2f,\"p99_us\":%.2f,\"p999_us\":%.2f,\"cpu_us_per_call\":%.2f,"
-                    "\"csw_per_call\":%.3f,\"errors\":%llu}\n",
+                    "\"csw_per_call\":%.3f,\"allocs_per_call\":%.2f,\"errors\":%llu}\n",
                     o.type.c_str(), c, size, o.threads, client.c_str(),
                     (unsigned long long)row.r.calls(), row.qps(), p50, p90, p99, p999,
-                    row.cpu_us(), row.csw(), (unsigned long long)row.r.errors);
+                    row.cpu_us(), row.csw(), row.allocs(), (unsigned long long)row.r.errors);
         if (row.r.errors > 0) {
           all_ok = false;
           std::fprintf(stderr, "%s: %llu errors, first: %s\n", label.c_str(),

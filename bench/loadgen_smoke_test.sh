@@ -3,12 +3,17 @@
 # with no error (it exits 1 on any error). Only that: speed is measured by
 # running loadgen itself, never asserted in a test.
 set -eu
+# unary: 6 clients (the callback and blocking ringrpc forms too), bidi: 4;
+# 2 concurrencies x 2 sizes each.
 for type in unary bidi; do
   out=$(bench/loadgen --type=$type --concurrency=1,8 --sizes=0,1024 --duration=0.3 \
-        --warmup=0.1 --rounds=1 --threads=2 --json_only)
+        --warmup=0.1 --rounds=1 --threads=2 --json_only \
+        --clients=ringrpc,ringrpc_cb,ringrpc_sync,grpc1,grpcK,tcp)
   echo "$out"
+  want=16
+  [ "$type" = unary ] && want=24
   n=$(echo "$out" | grep -c '^JSON ')
-  [ "$n" -eq 16 ] || { echo "expected 16 JSON lines, got $n"; exit 1; }
+  [ "$n" -eq "$want" ] || { echo "expected $want JSON lines, got $n"; exit 1; }
   if echo "$out" | grep '^JSON ' | grep -q '"calls":0,'; then
     echo "a client completed no call"; exit 1
   fi
