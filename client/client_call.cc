@@ -669,10 +669,13 @@ bool Cancelled(const ClientContext& ctx) {
 // answer before reading it, as gRPC queues calls until the resolver has
 // answered, within the call's own deadline (a cancelled call or one past
 // its deadline goes on to fail as such). The warm path: one acquire load.
+// Whether a call must wait for the first answer (checked before the wait
+// is made: on the warm path no coroutine frame is allocated for it). A
+// misconfigured channel never starts its resolver: its calls fail at once.
+bool Unresolved(const ChannelState& st) { return !st.resolved_once() && st.config_error().ok(); }
+
 Task<void> AwaitFirstResolution(ChannelState& st, runtime::EventLoop& loop,
                                 const ClientContext& ctx) {
-  // A misconfigured channel never starts its resolver: its calls fail at once.
-  if (st.resolved_once() || !st.config_error().ok()) co_return;
   const TimePoint deadline =
       ctx.deadline() ? channel::ToLoopTime(*ctx.deadline(), loop.Now()) : TimePoint::max();
   while (!st.resolved_once() && loop.Now() < deadline && !Cancelled(ctx)) {
@@ -714,7 +717,9 @@ Task<std::unique_ptr<ClientCall>> CallOpener::OpenAttempt(
   }
   runtime::EventLoop& loop = st.cq()->loop(*index);
   st.LeaveIdle();
-  if (plan == nullptr || plan->config == nullptr) co_await AwaitFirstResolution(st, loop, *ctx);
+  if ((plan == nullptr || plan->config == nullptr) && Unresolved(st)) {
+    co_await AwaitFirstResolution(st, loop, *ctx);
+  }
   // The service config in force when the call started (the resolver's or
   // the default; gRFC A21) and its entry for the method (read-only,
   // shared): its timeout bounds the call's own deadline, its waitForReady
@@ -916,7 +921,9 @@ Task<Status> CallOpener::UnaryAttempts(std::shared_ptr<channel::ChannelState> se
                                        channel::MethodRow* metrics_row) {
   ChannelState& st = *self;
   const std::optional<size_t> index = st.CurrentIndex();
-  if (index && ctx != nullptr) co_await AwaitFirstResolution(st, st.cq()->loop(*index), *ctx);
+  if (index && ctx != nullptr && Unresolved(st)) {
+    co_await AwaitFirstResolution(st, st.cq()->loop(*index), *ctx);
+  }
   const channel::ActiveConfig& active = st.active();  // for the whole call
   const channel::MethodConfig* mc =
       active.service_config ? active.service_config->Find(method) : nullptr;

@@ -286,6 +286,7 @@ class EventLoop : public Runtime {
   // Spawned tasks; finished_tasks_ counts those that finished since the
   // last ReapFinishedTasks (each task's promise points at it).
   std::vector<Task<void>> tasks_;
+  std::vector<Task<void>> reaped_;  // ReapFinishedTasks' scratch (empty between reaps)
   size_t finished_tasks_ = 0;
   void ReapFinishedTasks();
 };
