@@ -144,13 +144,14 @@ Status Channel::SpawnOn(size_t cq_thread, Task<void> task) {
 
 size_t Channel::cq_thread_count() const { return state_->cq() ? state_->cq()->size() : 0; }
 
-void Channel::UnaryCallAsync(const std::string& method, ClientContext* ctx, std::string request,
+void Channel::UnaryCallAsync(std::string method, ClientContext* ctx, std::string request,
                              std::string* response, std::function<void(Status)> done) {
   if (!state_->config_error().ok() && !state_->cq()) {
     done(Status::FromAbsl(state_->config_error()));  // no thread to run it on
     return;
   }
-  state_->Spawn(RunUnary(state_, method, ctx, std::move(request), response, std::move(done)));
+  state_->Spawn(
+      RunUnary(state_, std::move(method), ctx, std::move(request), response, std::move(done)));
 }
 
 namespace {
@@ -204,12 +205,12 @@ std::unique_ptr<ClientCall> Channel::BlockingOpen(const std::string& method, Cli
   return result.Get();
 }
 
-Status Channel::BlockingUnaryCall(const std::string& method, ClientContext* ctx,
+Status Channel::BlockingUnaryCall(std::string method, ClientContext* ctx,
                                   const std::string& request, std::string* response) {
-  return BlockingUnaryCall(method, ctx, std::string(request), response);
+  return BlockingUnaryCall(std::move(method), ctx, std::string(request), response);
 }
 
-Status Channel::BlockingUnaryCall(const std::string& method, ClientContext* ctx,
+Status Channel::BlockingUnaryCall(std::string method, ClientContext* ctx,
                                   std::string&& request, std::string* response) {
   if (!state_->config_error().ok()) return Status::FromAbsl(state_->config_error());
   if (state_->CurrentIndex()) {
@@ -220,7 +221,7 @@ Status Channel::BlockingUnaryCall(const std::string& method, ClientContext* ctx,
   BlockingResult<Status> result;
   // The caller's own CQ thread, every time: its connections stay warm.
   state_->SpawnForBlocking(
-      RunBlockingUnary(state_, method, ctx, std::move(request), response, &result));
+      RunBlockingUnary(state_, std::move(method), ctx, std::move(request), response, &result));
   return result.Get();
 }
 

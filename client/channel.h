@@ -131,12 +131,12 @@ class Channel {
   // Any thread but the channel's CQ threads. The calling thread sleeps on a
   // futex the CQ thread that ran the call wakes. A request passed as an
   // rvalue (the generated stubs' serialized message) is not copied.
-  Status BlockingUnaryCall(const std::string& method, ClientContext* ctx,
-                           const std::string& request, std::string* response);
-  Status BlockingUnaryCall(const std::string& method, ClientContext* ctx, std::string&& request,
+  Status BlockingUnaryCall(std::string method, ClientContext* ctx, const std::string& request,
+                           std::string* response);
+  Status BlockingUnaryCall(std::string method, ClientContext* ctx, std::string&& request,
                            std::string* response);
   // Any thread; `done` runs on the CQ thread that ran the call.
-  void UnaryCallAsync(const std::string& method, ClientContext* ctx, std::string request,
+  void UnaryCallAsync(std::string method, ClientContext* ctx, std::string request,
                       std::string* response, std::function<void(Status)> done);
   // On a CQ thread of this channel (from Spawn()ed work).
   Task<Status> Unary(std::string method, ClientContext* ctx, std::string request,
