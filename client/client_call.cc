@@ -90,6 +90,9 @@ constexpr milliseconds kHealthPoll{5};
 // How soon a hedged attempt still opening notices that another attempt
 // answered (its waits for a connection are cut into slices this long).
 constexpr milliseconds kAbandonPoll{20};
+// How soon a call waiting before it has a stream (an address's backoff, a
+// retry's) notices TryCancel: its waits are cut into slices this long.
+constexpr milliseconds kCancelPoll{20};
 // The shortest wait of a wait_for_ready call whose lease failed before it
 // tries again (the address's backoff usually asks for longer).
 constexpr milliseconds kMinLeaseRetryDelay{5};
@@ -465,6 +468,20 @@ TimePoint WakeBy(const Attempt& a, TimePoint t) {
   return t;
 }
 
+// Waits until `t` (WakeBy's bound), looking for TryCancel every
+// kCancelPoll: a wait_for_ready call backing off for minutes still ends at
+// once when cancelled (the caller's next Ended() says so).
+Task<void> Pause(Attempt& a, TimePoint t) {
+  const TimePoint until = WakeBy(a, t);
+  while (a.loop.Now() < until) {
+    {
+      MutexLock lock(&a.cancel->mu);
+      if (a.cancel->cancelled) co_return;
+    }
+    co_await SleepUntil(a.loop, std::min(until, a.loop.Now() + channel::kCancelPoll));
+  }
+}
+
 // The call may still start: not cancelled, deadline not passed.
 std::optional<Status> Ended(Attempt& a) {
   {
@@ -496,7 +513,7 @@ Task<Step> OnLeaseFailed(Attempt& a, absl::Status error) {
   // attempt, or a little while, within the deadline.
   TimePoint retry =
       std::max(a.sc->record->next_attempt(), a.loop.Now() + channel::kMinLeaseRetryDelay);
-  co_await SleepUntil(a.loop, WakeBy(a, retry));
+  co_await Pause(a, retry);
   co_return Step::kAgain;
 }
 
@@ -535,7 +552,7 @@ Task<Step> PickAndLease(Attempt& a) {
         co_return Step::kAgain;
       }
       if (!a.wait_for_ready) co_return Fail(a, Status::FromAbsl(backoff));
-      co_await SleepUntil(a.loop, WakeBy(a, a.sc->record->next_attempt()));
+      co_await Pause(a, a.sc->record->next_attempt());
       co_return Step::kAgain;
     }
     Duration left = a.deadline == TimePoint::max() ? Duration(std::chrono::hours(24 * 365))
@@ -668,10 +685,9 @@ bool Cancelled(const ClientContext& ctx) {
 // known (the resolver may deliver one, gRFC A21): a call waits for that
 // answer before reading it, as gRPC queues calls until the resolver has
 // answered, within the call's own deadline (a cancelled call or one past
-// its deadline goes on to fail as such). The warm path: one acquire load.
-// Whether a call must wait for the first answer (checked before the wait
-// is made: on the warm path no coroutine frame is allocated for it). A
-// misconfigured channel never starts its resolver: its calls fail at once.
+// its deadline goes on to fail as such). The warm path: one acquire load
+// (Unresolved, checked before the wait is made: no coroutine frame for it).
+// A misconfigured channel never starts its resolver: its calls fail at once.
 bool Unresolved(const ChannelState& st) { return !st.resolved_once() && st.config_error().ok(); }
 
 Task<void> AwaitFirstResolution(ChannelState& st, runtime::EventLoop& loop,
@@ -891,8 +907,6 @@ std::optional<int64_t> Pushback(const transport::Metadata& trailing) {
   return std::nullopt;
 }
 
-// How often a call waiting to retry looks for TryCancel.
-constexpr Duration kRetryCancelPoll = std::chrono::milliseconds(20);
 
 // A uniformly random duration in [0, cap] (A6's jittered backoff).
 Duration Jittered(Duration cap) {
@@ -1016,7 +1030,7 @@ Task<Status> CallOpener::UnaryAttempts(std::shared_ptr<channel::ChannelState> se
       // (No braced list around a co_await: GCC 12 miscompiles it.)
       const TimePoint wake =
           std::min(std::min(until, plan.deadline.value_or(TimePoint::max())),
-                   loop->Now() + kRetryCancelPoll);
+                   loop->Now() + channel::kCancelPoll);
       co_await SleepUntil(*loop, wake);
       if (Cancelled(*ctx)) {
         co_return Status(StatusCode::CANCELLED, "cancelled while waiting to retry");
@@ -1082,7 +1096,7 @@ Task<bool> CallOpener::NextStreamAttempt(ClientCall::Impl* impl, uint64_t genera
   const TimePoint until =
       delay < TimePoint::max() - loop.Now() ? loop.Now() + delay : TimePoint::max();
   while (loop.Now() < until) {
-    co_await SleepUntil(loop, std::min(std::min(until, deadline), loop.Now() + kRetryCancelPoll));
+    co_await SleepUntil(loop, std::min(std::min(until, deadline), loop.Now() + channel::kCancelPoll));
     if (r.cancelled || Cancelled(*impl->ctx)) {
       r.failure = Status(StatusCode::CANCELLED, "cancelled while waiting to retry");
     } else if (loop.Now() >= deadline) {
@@ -1275,7 +1289,7 @@ Task<Status> CallOpener::UnaryHedged(std::shared_ptr<channel::ChannelState> self
     if (h->running == 0 && (h->final || !more)) break;
     // Wait for a copy's news, the next copy's time, or a TryCancel (the
     // context reaches one copy at a time: the call cancels the rest).
-    Duration wait = kRetryCancelPoll;
+    Duration wait = channel::kCancelPoll;
     if (more) wait = std::min(wait, next - loop.Now());
     (void)co_await runtime::WithTimeout<bool>(loop, Woken(&h->wake), wait);
     if (Cancelled(*ctx) && !h->final) {

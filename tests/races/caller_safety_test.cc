@@ -24,6 +24,7 @@
 #include "client/channel.h"
 #include "client/transport/testing/raw_server.h"
 #include "tests/proto/echo_test.ringrpc.pb.h"
+#include "tests/testing/loopback.h"
 #include "tests/testing/process_stats.h"
 #include "tests/testing/server_process.h"
 
@@ -490,6 +491,33 @@ TEST(CallerSafety, ConnectTimeoutBoundsEveryAttemptAgainstASilentServer) {
   EXPECT_EQ(s.error_code(), StatusCode::UNAVAILABLE) << s.ToString();
   EXPECT_LT(took, seconds(5)) << s.ToString();
   EXPECT_GE(took, milliseconds(250));
+}
+
+// TryCancel ends a wait_for_ready call that is waiting out an address's
+// reconnect backoff at once, not when the backoff is over (grpc++ ends it
+// at once too). Every form shares the wait: the blocking one is checked.
+TEST(CallerSafety, TryCancelEndsAWaitForReadyCallInItsBackoffAtOnce) {
+  ChannelArguments args;
+  args.SetInt("grpc.initial_reconnect_backoff_ms", 10000);  // refused: 10 s of backoff
+  auto channel = CreateCustomChannel(absl::StrCat("127.0.0.1:", testing::UnusedLoopbackPort()),
+                                     InsecureChannelCredentials(), args);
+  auto stub = TestService::NewStub(channel);
+  ClientContext ctx;
+  ctx.set_wait_for_ready(true);  // and no deadline
+  auto call = std::async(std::launch::async, [&] {
+    EchoResponse resp;
+    return stub->Unary(&ctx, EchoRequest(), &resp);
+  });
+  // Long enough for the dial to be refused and the backoff to begin.
+  EXPECT_EQ(call.wait_for(milliseconds(500)), std::future_status::timeout);
+  const auto cancelled_at = std::chrono::steady_clock::now();
+  ctx.TryCancel();
+  ASSERT_EQ(call.wait_for(seconds(3)), std::future_status::ready)
+      << "still waiting for the backoff 3 s after TryCancel";
+  const auto took = std::chrono::steady_clock::now() - cancelled_at;
+  Status s = call.get();
+  EXPECT_EQ(s.error_code(), StatusCode::CANCELLED) << s.ToString();
+  EXPECT_LT(took, kSanitized ? milliseconds(1000) : milliseconds(500));
 }
 
 TEST(CallerSafety, AResponseThatIsNotApplicationGrpcFailsNamingTheContentType) {
