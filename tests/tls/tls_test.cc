@@ -22,6 +22,7 @@
 #include "client/channel.h"
 #include "tests/proto/echo_test.pb.h"
 #include "tests/testing/http_proxy_server.h"
+#include "tests/testing/process_stats.h"
 #include "tests/testing/server_process.h"
 
 namespace ringrpc {
@@ -195,7 +196,10 @@ TEST_F(TlsTest, IdleTlsConnectionsMoveBetweenCqThreadsWithoutANewHandshake) {
     ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
     test::EchoRequest req;
     req.set_payload("parked");
-    req.set_sleep_ms(100);  // four at once: four connections
+    // Four at once: four connections. Longer than four TLS dials one after
+    // another take (a sanitized build handshakes slowly), or a call that
+    // ended would lend its connection to the last one (seen under TSAN).
+    req.set_sleep_ms(testing::kSanitized ? 1500 : 300);
     std::string reply;
     Status s = co_await c->Unary(kUnary, &ctx, req.SerializeAsString(), &reply);
     test::EchoResponse resp;
