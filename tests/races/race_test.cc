@@ -601,9 +601,21 @@ TEST(Races, EveryCallEndsOnceWithItsOwnAnswerAndNothingLeaks) {
       std::this_thread::sleep_for(milliseconds(20));  // a second ending would show now
       for (const CallPtr& c : calls) {
         const int ends = c->ends.load(std::memory_order_acquire);
+        std::string probe;
+        if (ends == 0) {
+          // Triage: is the call still waiting on something (it ends when
+          // cancelled), or lost (nothing will ever end it)?
+          c->ctx.TryCancel();
+          for (int i = 0; i < 5000 && c->ends.load(std::memory_order_acquire) == 0; ++i) {
+            std::this_thread::sleep_for(milliseconds(1));
+          }
+          probe = c->ends.load(std::memory_order_acquire) == 0
+                      ? "; TryCancel did not end it either: lost"
+                      : absl::StrCat("; TryCancel then ended it: ", c->status.ToString());
+        }
         ASSERT_EQ(ends, 1) << "round seed " << round_seed << ": call " << c->id << " ("
                            << FormName(c->form) << ") ended " << ends << " times ("
-                           << c->setup << ")";
+                           << c->setup << ")" << probe;
         ASSERT_TRUE(c->mismatch.empty())
             << "round seed " << round_seed << ": call " << c->id << " (" << FormName(c->form)
             << ") OK with an answer not its own: " << c->mismatch;
