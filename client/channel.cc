@@ -1,14 +1,18 @@
 #include "client/channel.h"
 
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include "client/interceptor.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <functional>
 #include <future>
 #include <map>
 #include <mutex>
-#include <semaphore>
 #include <thread>
 #include <vector>
 
@@ -157,18 +161,29 @@ void Channel::UnaryCallAsync(std::string method, ClientContext* ctx, std::string
 namespace {
 
 // Where a blocking caller sleeps until the CQ thread running its work has
-// the answer (on the caller's own stack; a futex, no allocation). After
-// `Set` the caller may return and free it: the CQ thread touches it no more.
+// the answer: on the caller's own stack, a futex word the CQ thread wakes
+// (no allocation, no spinning: the caller's core is the CQ thread's on a
+// small machine). After `Set` the caller may return and free it; the one
+// thing that may still follow is the FUTEX_WAKE on its address, which the
+// kernel allows (a wake with no waiter there is a no-op).
 template <typename T>
 struct BlockingResult {
-  std::binary_semaphore ready{0};
+  static constexpr uint32_t kPending = 0, kReady = 1, kSleeping = 2;
+  std::atomic<uint32_t> state{kPending};
   T value;
   void Set(T v) {
     value = std::move(v);
-    ready.release();
+    if (state.exchange(kReady, std::memory_order_acq_rel) == kSleeping) {
+      ::syscall(SYS_futex, &state, FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
+    }
   }
   T Get() {
-    ready.acquire();
+    uint32_t s = kPending;
+    if (state.compare_exchange_strong(s, kSleeping, std::memory_order_acq_rel)) s = kSleeping;
+    while (s != kReady) {
+      ::syscall(SYS_futex, &state, FUTEX_WAIT_PRIVATE, kSleeping, nullptr, nullptr, 0);
+      s = state.load(std::memory_order_acquire);
+    }
     return std::move(value);
   }
 };
