@@ -45,7 +45,6 @@
 #include <future>
 #include <map>
 #include <memory>
-#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -213,17 +212,18 @@ ringrpc::Task<void> RingBidi(RingStub* stub, const EchoRequest* req, Slot* slot,
   phase->SlotDone();
 }
 
-// The callback form: each call's callback issues the next (on the CQ
-// thread it ran on).
-class RingCallbackSlot {
+// The callback form of either library: each call's callback issues the
+// next (on the thread the callback ran on, as grpc++ code does).
+template <typename Stub, typename Context>
+class CallbackUnarySlot {
  public:
-  RingCallbackSlot(RingStub* stub, const EchoRequest* req, Slot* slot, Phase* phase)
+  CallbackUnarySlot(Stub* stub, const EchoRequest* req, Slot* slot, Phase* phase)
       : stub_(stub), req_(req), slot_(slot), phase_(phase) {}
   void Issue() {
-    ctx_.emplace();
+    ctx_ = std::make_unique<Context>();
     t0_ = Clock::now();
-    stub_->async()->Unary(&*ctx_, req_, &resp_, [this](ringrpc::Status s) {
-      phase_->Record(*slot_, t0_, s.ok(), s.ToString());
+    stub_->async()->Unary(ctx_.get(), req_, &resp_, [this](auto s) {
+      phase_->Record(*slot_, t0_, s.ok(), s.error_message());
       if (phase_->stop.load(std::memory_order_relaxed)) {
         phase_->SlotDone();
       } else {
@@ -233,14 +233,16 @@ class RingCallbackSlot {
   }
 
  private:
-  RingStub* stub_;
+  Stub* stub_;
   const EchoRequest* req_;
   Slot* slot_;
   Phase* phase_;
-  std::optional<ringrpc::ClientContext> ctx_;
+  std::unique_ptr<Context> ctx_;
   EchoResponse resp_;
   Clock::time_point t0_;
 };
+using RingCallbackSlot = CallbackUnarySlot<RingStub, ringrpc::ClientContext>;
+using GrpcUnarySlot = CallbackUnarySlot<GrpcStub, grpc::ClientContext>;
 
 // `form`: "ringrpc" (coroutines spawned round the CQ threads), "ringrpc_cb"
 // (callbacks) or "ringrpc_sync" (blocking calls, a thread per slot).
@@ -288,33 +290,6 @@ Result RunRingrpc(const Options& o, const std::string& form, const std::string& 
 }
 
 // ---- grpc++ (callback API) ---------------------------------------------------
-
-class GrpcUnarySlot {
- public:
-  GrpcUnarySlot(GrpcStub* stub, const EchoRequest* req, Slot* slot, Phase* phase)
-      : stub_(stub), req_(req), slot_(slot), phase_(phase) {}
-  void Issue() {
-    ctx_ = std::make_unique<grpc::ClientContext>();
-    t0_ = Clock::now();
-    stub_->async()->Unary(ctx_.get(), req_, &resp_, [this](grpc::Status s) {
-      phase_->Record(*slot_, t0_, s.ok(), s.error_message());
-      if (phase_->stop.load(std::memory_order_relaxed)) {
-        phase_->SlotDone();
-      } else {
-        Issue();
-      }
-    });
-  }
-
- private:
-  GrpcStub* stub_;
-  const EchoRequest* req_;
-  Slot* slot_;
-  Phase* phase_;
-  std::unique_ptr<grpc::ClientContext> ctx_;
-  EchoResponse resp_;
-  Clock::time_point t0_;
-};
 
 // A write and its reply per round; the next round starts when both the
 // write and the read have completed (grpc++ allows one of each at a time).
