@@ -196,6 +196,36 @@ TEST(Cancellation, GrantedButNotYetResumedWaiterGivesTheLeaseOn) {
   EXPECT_TRUE(CheckConservation(pool, *m).ok());
 }
 
+// A waiter woken to dial (a dial slot came free) but destroyed before it
+// resumed passes the wake on: the next waiter dials. Without that, a
+// waiter with no deadline behind it waited for good (the race suite's
+// call that never ended: a short-deadline call's dial and the next
+// waiter's wait both ended in one loop pass).
+TEST(Cancellation, WokenToDialButNotYetResumedWaiterPassesTheWakeOn) {
+  auto m = std::make_shared<FakeManager>();
+  m->connect_latency = milliseconds(10);
+  PoolConfig c;
+  c.max_size = 3;
+  c.max_concurrent_connects = 1;
+  FakePool pool = *FakePool::Create(c, m);
+  FakeThread t;
+  ThreadContext::Scope scope(&t.context());
+  Started<AcquireResult> dialler = t.Start(AcquireTask(pool));
+  Started<AcquireResult> first = t.Start(AcquireTask(pool));
+  Started<AcquireResult> second = t.Start(AcquireTask(pool));
+  t.RunReady();
+  ASSERT_TRUE(dialler.running() && first.running() && second.running());
+  dialler.Cancel();  // the dial slot comes free: `first` is woken to dial
+  first.Cancel();    // ...and goes before it runs
+  t.RunReady();
+  t.AdvanceBy(milliseconds(10));
+  ASSERT_TRUE(second.done()) << "the wake to dial was lost with `first`";
+  ASSERT_TRUE(second.result().ok()) << second.result().status();
+  second.result()->Release();
+  EXPECT_TRUE(t.Run([&] { return pool.CheckShardInvariantsForTest(); }).ok());
+  EXPECT_TRUE(CheckConservation(pool, *m).ok()) << CheckConservation(pool, *m);
+}
+
 // A dial cancelled by the acquire timeout refunds its budget; the error
 // carries the cause.
 TEST(Cancellation, TimeoutDuringConnectRefundsBudget) {

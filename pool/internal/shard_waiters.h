@@ -17,11 +17,18 @@ class Shard<M>::WaitForSlot {
   WaitForSlot& operator=(const WaitForSlot&) = delete;
   ~WaitForSlot() {
     Shard* s = w_.shard;
-    if (w_.wake_timer != 0) s->runtime()->CancelTimer(w_.wake_timer);
+    // Woken but destroyed before it ran: what it was woken for goes on.
+    const bool woken = w_.wake_timer != 0;
+    if (woken) s->runtime()->CancelTimer(w_.wake_timer);
     if (w_.linked) s->Unlink(&w_);
     if (w_.granted != nullptr) {  // cancelled after the handoff
       --s->granted_;
       s->UndoLease(w_.granted);
+    } else if (woken) {
+      // Woken to dial (a dial slot or budget came free, which wakes only
+      // the oldest waiter): the next waiter is woken in its place, or it
+      // would wait for the next free slot, which may never come.
+      s->OnBudgetFreed();
     }
   }
   bool await_ready() noexcept { return false; }
