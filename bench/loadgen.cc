@@ -12,18 +12,23 @@
 // configuration it alternates the clients over `rounds` rounds (so drift
 // hits all alike) and reports calls/s, latency p50/p90/p99/p99.9, client
 // CPU microseconds per call (getrusage of this process over the measured
-// window; the server is another process), context switches and heap
-// allocations (bench/alloc_counter: every malloc in the process) per call, and
-// ringrpc / grpc++ ratios: a table, and one JSON line per client and
-// configuration (prefix "JSON ").
+// window; the server is another process), context switches, heap
+// allocations (bench/alloc_counter: every malloc in the process) and
+// system calls (the raw_syscalls:sys_enter tracepoint counted for this
+// process's threads; "n/a" where tracefs is not there) per call, message
+// MB/s and client CPU per MB, and ringrpc / grpc++ ratios: a table, and one
+// JSON line per client and configuration (prefix "JSON ").
+// --type=stream is a server stream's throughput: each slot opens one stream
+// the server fills with `size`-byte messages as fast as flow control lets
+// it; a "call" is one message received, its latency the gap since the last.
 //
 //   bazel run //bench:loadgen -- --concurrency=1,16,128 --sizes=0,1024
 //       --server_cpu=0 --client_cpu=1   (one command line)
-// Flags: --type=unary|bidi  --concurrency=LIST  --sizes=LIST (request and
+// Flags: --type=unary|bidi|stream  --concurrency=LIST  --sizes=LIST (request and
 // response bytes)  --threads=N  --duration=S  --warmup=S  --rounds=N
 // --server_cpu=N --client_cpu=N (pinning; -1 none)  --clients=LIST
 // (ringrpc,ringrpc_cb,ringrpc_sync,grpc1,grpcK,tcp; unary only for the
-// _cb and _sync forms)  --json_only  --ringrpc_arg=KEY=INT (repeatable:
+// _cb and _sync forms; not for a stream, the tcp floor)  --json_only  --ringrpc_arg=KEY=INT (repeatable:
 // a channel argument for the ringrpc client)  --service_config=JSON (both
 // clients' channels get it)
 #include <arpa/inet.h>
@@ -31,7 +36,9 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sched.h>
+#include <linux/perf_event.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -50,6 +57,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "bench/alloc_counter.h"
 #include "tests/proto/echo_test.grpc.pb.h"
@@ -106,16 +114,59 @@ struct Phase {
   }
 };
 
+// System calls made by this process's threads: a perf counter on the
+// raw_syscalls:sys_enter tracepoint, inherited by every thread created
+// after it opens (a read sums the live threads). -1 where unavailable.
+class SyscallCounter {
+ public:
+  static SyscallCounter& Get() {
+    static SyscallCounter c;
+    return c;
+  }
+  // Opens it (call before any client thread starts, after the server's
+  // process is started: a forked child would inherit it too).
+  void Open() {
+    if (fd_ >= 0) return;
+    long id = -1;
+    for (const char* path : {"/sys/kernel/tracing/events/raw_syscalls/sys_enter/id",
+                             "/sys/kernel/debug/tracing/events/raw_syscalls/sys_enter/id"}) {
+      if (FILE* f = std::fopen(path, "r")) {
+        if (std::fscanf(f, "%ld", &id) != 1) id = -1;
+        std::fclose(f);
+        if (id >= 0) break;
+      }
+    }
+    if (id < 0) return;
+    perf_event_attr attr{};
+    attr.type = PERF_TYPE_TRACEPOINT;
+    attr.size = sizeof attr;
+    attr.config = static_cast<uint64_t>(id);
+    attr.inherit = 1;
+    attr.exclude_kernel = 0;
+    fd_ = static_cast<int>(::syscall(SYS_perf_event_open, &attr, 0, -1, -1, PERF_FLAG_FD_CLOEXEC));
+  }
+  int64_t Read() const {
+    uint64_t v = 0;
+    if (fd_ < 0 || ::read(fd_, &v, sizeof v) != sizeof v) return -1;
+    return static_cast<int64_t>(v);
+  }
+
+ private:
+  int fd_ = -1;
+};
+
 struct Usage {
   double cpu_s = 0;
   long csw = 0;
   uint64_t allocs = 0;
+  int64_t syscalls = -1;
   static Usage Now() {
     rusage u;
     getrusage(RUSAGE_SELF, &u);
     return {u.ru_utime.tv_sec + u.ru_stime.tv_sec +
                 (u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6,
-            u.ru_nvcsw + u.ru_nivcsw, ringrpc::bench::AllocationCount()};
+            u.ru_nvcsw + u.ru_nivcsw, ringrpc::bench::AllocationCount(),
+            SyscallCounter::Get().Read()};
   }
 };
 
@@ -126,6 +177,7 @@ struct Result {
   double wall_s = 0, cpu_s = 0;
   long csw = 0;
   uint64_t allocs = 0;  // heap allocations by the whole process
+  int64_t syscalls = 0;  // -1 once a measurement had none
   uint64_t calls() const { return latency_ns.size(); }
   void Add(const Result& o) {
     latency_ns.insert(latency_ns.end(), o.latency_ns.begin(), o.latency_ns.end());
@@ -135,6 +187,7 @@ struct Result {
     cpu_s += o.cpu_s;
     csw += o.csw;
     allocs += o.allocs;
+    syscalls = syscalls < 0 || o.syscalls < 0 ? -1 : syscalls + o.syscalls;
   }
 };
 
@@ -158,6 +211,7 @@ Result Measure(const Options& o, Phase& phase, std::vector<Slot>& slots, Start s
   r.cpu_s = u1.cpu_s - u0.cpu_s;
   r.csw = u1.csw - u0.csw;
   r.allocs = u1.allocs - u0.allocs;
+  r.syscalls = u0.syscalls < 0 || u1.syscalls < 0 ? -1 : u1.syscalls - u0.syscalls;
   for (Slot& s : slots) {
     r.latency_ns.insert(r.latency_ns.end(), s.latency_ns.begin(), s.latency_ns.end());
     r.errors += s.errors;
@@ -166,10 +220,10 @@ Result Measure(const Options& o, Phase& phase, std::vector<Slot>& slots, Start s
   return r;
 }
 
-EchoRequest Request(int size) {
+EchoRequest Request(const Options& o, int size) {
   EchoRequest req;
-  req.set_payload(std::string(size, 'q'));
-  req.set_response_size(size);
+  if (o.type != "stream") req.set_payload(std::string(size, 'q'));
+  req.set_response_size(size);  // a stream's count stays 0: until cancelled
   return req;
 }
 
@@ -208,6 +262,37 @@ ringrpc::Task<void> RingBidi(RingStub* stub, const EchoRequest* req, Slot* slot,
     while (co_await call->Read(&resp)) {
     }
     co_await call->Finish();
+  }
+  phase->SlotDone();
+}
+
+// One server stream: every message received is recorded (its latency the
+// gap since the previous one); at the end the stream is cancelled.
+ringrpc::Task<void> RingStream(RingStub* stub, ringrpc::ClientContext* ctx,
+                               const EchoRequest* req, Slot* slot, Phase* phase) {
+  ringrpc::Status open;
+  auto call = co_await stub->co_ServerStream(ctx, &open);
+  if (call == nullptr) {
+    phase->measuring = true;  // make sure the failure shows
+    phase->Record(*slot, Clock::now(), false, open.ToString());
+  } else {
+    co_await call->Write(*req);
+    call->WritesDone();
+    EchoResponse resp;
+    Clock::time_point t0 = Clock::now();
+    bool cancelled = false;
+    for (;;) {
+      bool got = co_await call->Read(&resp);
+      if (!got) break;
+      phase->Record(*slot, t0, true);
+      t0 = Clock::now();
+      if (!cancelled && phase->stop.load(std::memory_order_relaxed)) {
+        ctx->TryCancel();
+        cancelled = true;
+      }
+    }
+    ringrpc::Status s = co_await call->Finish();
+    if (!cancelled) phase->Record(*slot, t0, false, s.ToString());
   }
   phase->SlotDone();
 }
@@ -255,11 +340,12 @@ Result RunRingrpc(const Options& o, const std::string& form, const std::string& 
   if (!o.service_config.empty()) args.SetServiceConfigJSON(o.service_config);
   auto channel = ringrpc::CreateCustomChannel(target, ringrpc::InsecureChannelCredentials(), args);
   auto stub = ringrpc::test::ringrpc::TestService::NewStub(channel);
-  EchoRequest req = Request(size);
+  EchoRequest req = Request(o, size);
   Phase phase;
   std::vector<Slot> slots(concurrency);
   std::vector<std::unique_ptr<RingCallbackSlot>> callbacks;
   std::vector<std::thread> callers;
+  std::vector<ringrpc::ClientContext> ctxs(concurrency);  // streams: cancelled at the end
   Result r = Measure(o, phase, slots, [&] {
     phase.running = concurrency;
     for (int i = 0; i < concurrency; ++i) {
@@ -279,8 +365,9 @@ Result RunRingrpc(const Options& o, const std::string& form, const std::string& 
           phase.SlotDone();
         });
       } else {
-        auto task = o.type == "bidi" ? RingBidi(stub.get(), &req, &slots[i], &phase)
-                                     : RingUnary(stub.get(), &req, &slots[i], &phase);
+        auto task = o.type == "bidi"     ? RingBidi(stub.get(), &req, &slots[i], &phase)
+                    : o.type == "stream" ? RingStream(stub.get(), &ctxs[i], &req, &slots[i], &phase)
+                                         : RingUnary(stub.get(), &req, &slots[i], &phase);
         (void)channel->SpawnOn(i % o.threads, std::move(task));
       }
     }
@@ -339,6 +426,40 @@ class GrpcBidiSlot final : public grpc::ClientBidiReactor<EchoRequest, EchoRespo
   std::atomic<bool> failed_{false};
 };
 
+// grpc++'s side of --type=stream.
+class GrpcStreamSlot final : public grpc::ClientReadReactor<EchoResponse> {
+ public:
+  GrpcStreamSlot(GrpcStub* stub, const EchoRequest* req, Slot* slot, Phase* phase)
+      : slot_(slot), phase_(phase) {
+    stub->async()->ServerStream(&ctx_, req, this);
+    t0_ = Clock::now();
+    StartRead(&resp_);
+    StartCall();
+  }
+  void OnReadDone(bool ok) override {
+    if (!ok) return;  // OnDone follows
+    phase_->Record(*slot_, t0_, true);
+    t0_ = Clock::now();
+    if (!cancelled_ && phase_->stop.load(std::memory_order_relaxed)) {
+      cancelled_ = true;
+      ctx_.TryCancel();
+    }
+    StartRead(&resp_);
+  }
+  void OnDone(const grpc::Status& s) override {
+    if (!cancelled_) phase_->Record(*slot_, t0_, false, s.error_message());
+    phase_->SlotDone();
+  }
+
+ private:
+  grpc::ClientContext ctx_;
+  Slot* slot_;
+  Phase* phase_;
+  EchoResponse resp_;
+  Clock::time_point t0_;
+  bool cancelled_ = false;
+};
+
 Result RunGrpc(const Options& o, const std::string& target, int concurrency, int size,
                int channels) {
   std::vector<std::unique_ptr<GrpcStub>> stubs;
@@ -349,17 +470,20 @@ Result RunGrpc(const Options& o, const std::string& target, int concurrency, int
     stubs.push_back(ringrpc::test::TestService::NewStub(
         grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args)));
   }
-  EchoRequest req = Request(size);
+  EchoRequest req = Request(o, size);
   Phase phase;
   std::vector<Slot> slots(concurrency);
   std::vector<std::unique_ptr<GrpcUnarySlot>> unary;
   std::vector<GrpcBidiSlot*> bidi;  // they live until their OnDone (after Measure)
+  std::vector<std::unique_ptr<GrpcStreamSlot>> streams;
   Result r = Measure(o, phase, slots, [&] {
     phase.running = concurrency;
     for (int i = 0; i < concurrency; ++i) {
       GrpcStub* stub = stubs[i % channels].get();
       if (o.type == "bidi") {
         bidi.push_back(new GrpcBidiSlot(stub, &req, &slots[i], &phase));
+      } else if (o.type == "stream") {
+        streams.push_back(std::make_unique<GrpcStreamSlot>(stub, &req, &slots[i], &phase));
       } else {
         unary.push_back(std::make_unique<GrpcUnarySlot>(stub, &req, &slots[i], &phase));
         unary.back()->Issue();
@@ -440,6 +564,17 @@ Result RunTcp(const Options& o, int size) {
 struct Row {
   std::string client;
   Result r;
+  int size = 0;
+  int directions = 2;  // message bytes per call: the request's and the response's
+  double mb_s() const { return qps() * size * directions / 1e6; }
+  double cpu_us_per_mb() const {
+    const double mb = double(r.calls()) * size * directions / 1e6;
+    return mb > 0 ? r.cpu_s * 1e6 / mb : 0;
+  }
+  // -1: not counted
+  double syscalls() const {
+    return r.syscalls < 0 ? -1 : r.calls() ? double(r.syscalls) / r.calls() : 0;
+  }
   double qps() const { return r.wall_s > 0 ? r.calls() / r.wall_s : 0; }
   double cpu_us() const { return r.calls() ? r.cpu_s * 1e6 / r.calls() : 0; }
   double csw() const { return r.calls() ? double(r.csw) / r.calls() : 0; }
@@ -489,9 +624,11 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  if ((o.type != "unary" && o.type != "bidi") || o.threads < 1 || o.rounds < 1 ||
+  if ((o.type != "unary" && o.type != "bidi" && o.type != "stream") || o.threads < 1 ||
+      o.rounds < 1 ||
       o.duration <= 0 || o.concurrency.empty() || o.sizes.empty()) {
-    std::fprintf(stderr, "loadgen: bad options (--type=unary|bidi, --threads>=1, --rounds>=1)\n");
+    std::fprintf(stderr,
+                 "loadgen: bad options (--type=unary|bidi|stream, --threads>=1, --rounds>=1)\n");
     return 2;
   }
   std::vector<std::string> extra;
@@ -503,6 +640,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   Pin(o.client_cpu);  // before any client thread exists: they all inherit it
+  SyscallCounter::Get().Open();  // likewise (and after the server's fork)
   const std::string target = (*server)->address();
   if (!o.json_only) {
     std::printf("loadgen: %s calls, %d client thread(s), %d round(s) of %.1f s (+%.1f s warm-up), "
@@ -524,17 +662,25 @@ int main(int argc, char** argv) {
           }
           else if (client == "grpc1") r = RunGrpc(o, target, c, size, 1);
           else if (client == "grpcK") r = RunGrpc(o, target, c, size, o.threads);
-          else if (client == "tcp") r = RunTcp(o, size);
+          else if (client == "tcp") {
+            if (o.type == "stream") continue;
+            r = RunTcp(o, size);
+          }
           else continue;
           rows[client].client = client;
+          rows[client].size = size;
+          rows[client].directions = o.type == "stream" ? 1 : 2;
+          if (client == "tcp") r.syscalls = -1;  // its echo child inherits the counter
           rows[client].r.Add(r);
         }
       }
       if (!o.json_only) {
         std::printf("\n%s, concurrency %d, %d B request and response\n", o.type.c_str(), c, size);
-        std::printf("%-12s %10s %9s %9s %9s %9s %12s %9s %12s %7s\n", "client", "calls/s",
-                    "p50 us", "p90 us", "p99 us", "p99.9 us", "cpu us/call", "csw/call",
-                    ringrpc::bench::Counting() ? "allocs/call" : "(no allocs)", "errors");
+        std::printf("%-12s %10s %9s %9s %9s %9s %12s %9s %12s %10s %9s %10s %7s\n", "client",
+                    o.type == "stream" ? "msgs/s" : "calls/s", "p50 us", "p90 us", "p99 us",
+                    "p99.9 us", "cpu us/call", "csw/call",
+                    ringrpc::bench::Counting() ? "allocs/call" : "(no allocs)", "sysc/call",
+                    "MB/s", "cpu us/MB", "errors");
       }
       for (const std::string& client : o.clients) {
         if (!rows.count(client)) continue;
@@ -545,17 +691,22 @@ int main(int argc, char** argv) {
                             : client == "tcp"   ? "tcp floor"
                                                 : client;
         if (!o.json_only) {
-          std::printf("%-12s %10.0f %9.1f %9.1f %9.1f %9.1f %12.1f %9.2f %12.1f %7llu\n",
+          std::printf("%-12s %10.0f %9.1f %9.1f %9.1f %9.1f %12.1f %9.2f %12.1f %10s %9.1f %10.1f "
+                      "%7llu\n",
                       label.c_str(), row.qps(), p50, p90, p99, p999, row.cpu_us(), row.csw(),
-                      row.allocs(), (unsigned long long)row.r.errors);
+                      row.allocs(),
+                      row.syscalls() < 0 ? "n/a" : absl::StrFormat("%.2f", row.syscalls()).c_str(),
+                      row.mb_s(), row.cpu_us_per_mb(), (unsigned long long)row.r.errors);
         }
         std::printf("JSON {\"type\":\"%s\",\"concurrency\":%d,\"size\":%d,\"threads\":%d,"
                     "\"client\":\"%s\",\"calls\":%llu,\"qps\":%.1f,\"p50_us\":%.2f,"
                     "\"p90_us\":%.2f,\"p99_us\":%.2f,\"p999_us\":%.2f,\"cpu_us_per_call\":%.2f,"
-                    "\"csw_per_call\":%.3f,\"allocs_per_call\":%.2f,\"errors\":%llu}\n",
+                    "\"csw_per_call\":%.3f,\"allocs_per_call\":%.2f,\"syscalls_per_call\":%.3f,"
+                    "\"mb_per_s\":%.2f,\"cpu_us_per_mb\":%.2f,\"errors\":%llu}\n",
                     o.type.c_str(), c, size, o.threads, client.c_str(),
                     (unsigned long long)row.r.calls(), row.qps(), p50, p90, p99, p999,
-                    row.cpu_us(), row.csw(), row.allocs(), (unsigned long long)row.r.errors);
+                    row.cpu_us(), row.csw(), row.allocs(), row.syscalls(), row.mb_s(),
+                    row.cpu_us_per_mb(), (unsigned long long)row.r.errors);
         if (row.r.errors > 0) {
           all_ok = false;
           std::fprintf(stderr, "%s: %llu errors, first: %s\n", label.c_str(),

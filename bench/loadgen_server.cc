@@ -1,6 +1,8 @@
 // loadgen_server: the server every loadgen client drives — Debian's grpc++
 // 1.51 with its callback API, in its own process. Unary echoes (or answers
-// `response_size` bytes); Bidi answers each message with one.
+// `response_size` bytes); Bidi answers each message with one; ServerStream
+// sends `count` messages of `response_size` bytes (count <= 0: until the
+// client cancels), as fast as flow control lets it.
 //
 //   loadgen_server --listen=127.0.0.1:0 [--cpu=N]   # prints "LISTENING <port>"
 #include <grpcpp/grpcpp.h>
@@ -37,6 +39,38 @@ class Service final : public ringrpc::test::TestService::CallbackService {
     grpc::ServerUnaryReactor* r = ctx->DefaultReactor();
     r->Finish(grpc::Status::OK);
     return r;
+  }
+
+  grpc::ServerWriteReactor<EchoResponse>* ServerStream(CallbackServerContext*,
+                                                       const EchoRequest* req) override {
+    class Stream final : public grpc::ServerWriteReactor<EchoResponse> {
+     public:
+      explicit Stream(const EchoRequest& req) : left_(req.count() > 0 ? req.count() : -1) {
+        resp_.set_payload(std::string(req.response_size(), 's'));
+        Next();
+      }
+      void OnWriteDone(bool ok) override {
+        if (!ok) {
+          Finish(grpc::Status::CANCELLED);
+          return;
+        }
+        Next();
+      }
+      void OnDone() override { delete this; }
+
+     private:
+      void Next() {
+        if (left_ == 0) {
+          Finish(grpc::Status::OK);
+          return;
+        }
+        if (left_ > 0) --left_;
+        StartWrite(&resp_);
+      }
+      int64_t left_;  // -1: until cancelled
+      EchoResponse resp_;
+    };
+    return new Stream(*req);
   }
 
   grpc::ServerBidiReactor<EchoRequest, EchoResponse>* Bidi(CallbackServerContext*) override {

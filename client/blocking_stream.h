@@ -27,6 +27,7 @@
 
 #include "base/task.h"
 #include "client/channel.h"
+#include "client/message_parse.h"
 #include "client/status.h"
 
 namespace ringrpc {
@@ -70,7 +71,9 @@ class BlockingCallBase {
     if (!call_ || Refused()) return false;
     bool ok = false;
     Run([&]() -> Task<void> {
-      ok = (co_await call_->Write(std::move(message), !options.get_no_compression())).ok();
+      ok = (co_await call_->Write(OutgoingMessage(std::move(message)),
+                                  !options.get_no_compression()))
+               .ok();
       if (ok && options.is_last_message()) call_->WritesDone();
     });
     return ok;
@@ -83,12 +86,13 @@ class BlockingCallBase {
     });
     return true;
   }
-  // The next message's bytes; nullopt at the end of the stream.
-  std::optional<std::string> ReadBytes() {
+  // The next message's bytes (as received: see ByteBuffer); nullopt at the
+  // end of the stream.
+  std::optional<ByteBuffer> ReadBytes() {
     if (!call_ || Refused()) return std::nullopt;
-    std::optional<std::string> m;
+    std::optional<ByteBuffer> m;
     Run([&]() -> Task<void> {
-      m = co_await call_->Read();
+      m = co_await call_->ReadBuffer();
       // The server's initial metadata is in the context from the first
       // message on, not only after Finish.
       if (!metadata_published_) metadata_published_ = call_->PublishInitialMetadata();
@@ -98,9 +102,9 @@ class BlockingCallBase {
   // False at the end of the stream, or if `out` does not parse (the call is
   // then cancelled and Finish says INTERNAL).
   bool ReadInto(google::protobuf::MessageLite* out) {
-    std::optional<std::string> m = ReadBytes();
+    std::optional<ByteBuffer> m = ReadBytes();
     if (!m) return false;
-    if (!out->ParseFromString(*m)) {
+    if (!ParseMessage(*m, out)) {
       bad_message_ = out->GetTypeName();
       Run([&]() -> Task<void> {
         call_->Cancel();
@@ -215,9 +219,9 @@ class GenericClientReaderWriter final : public BlockingCallBase {
   }
   bool WritesDone() { return WritesDoneSync(); }
   bool Read(std::string* message) {
-    std::optional<std::string> m = ReadBytes();
+    std::optional<ByteBuffer> m = ReadBytes();
     if (!m) return false;
-    *message = std::move(*m);
+    *message = std::move(*m).TakeString();
     return true;
   }
   Status Finish() { return FinishSync(); }

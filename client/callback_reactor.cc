@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "base/mutex.h"
+#include "client/message_parse.h"
 #include "client/runtime/event_loop.h"
 
 namespace ringrpc {
@@ -172,7 +173,7 @@ class ReactorCore : public std::enable_shared_from_this<ReactorCore> {
                            google::protobuf::MessageLite* out) {
     bool ok = false;
     if (call_ != nullptr) {
-      std::optional<std::string> m = co_await call_->Read();
+      std::optional<ByteBuffer> m = co_await call_->ReadBuffer();
       if (m) {
         ReportMetadata(call_->PublishInitialMetadata());  // as in grpc++: first
         ok = Parse(*m, out);
@@ -191,7 +192,7 @@ class ReactorCore : public std::enable_shared_from_this<ReactorCore> {
     bool ok = false;
     if (call_ != nullptr) {
       if (op.kind == Kind::kWrite) {
-        ok = (co_await call_->Write(op.bytes, op.compress)).ok();
+        ok = (co_await call_->Write(OutgoingMessage(std::move(op.bytes)), op.compress)).ok();
         if (ok && op.last) call_->WritesDone();
       } else {
         call_->WritesDone();
@@ -213,7 +214,7 @@ class ReactorCore : public std::enable_shared_from_this<ReactorCore> {
 
   // Client streaming: the single response, read as soon as it comes.
   Task<void> ReadResponse(std::shared_ptr<ReactorCore> self) {
-    std::optional<std::string> m = co_await call_->Read();
+    std::optional<ByteBuffer> m = co_await call_->ReadBuffer();
     got_response_ = m && Parse(*m, response_);
     --running_;
     MaybeDone();
@@ -234,8 +235,8 @@ class ReactorCore : public std::enable_shared_from_this<ReactorCore> {
   }
 
   // A response that does not parse cancels the call; OnDone says INTERNAL.
-  bool Parse(const std::string& bytes, google::protobuf::MessageLite* out) {
-    if (out->ParseFromString(bytes)) return true;
+  bool Parse(const ByteBuffer& bytes, google::protobuf::MessageLite* out) {
+    if (ParseMessage(bytes, out)) return true;
     if (bad_message_.empty()) bad_message_ = out->GetTypeName();
     call_->Cancel();
     return false;

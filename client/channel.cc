@@ -85,8 +85,8 @@ absl::Status ApplyCredentials(const ChannelCredentials* creds, channel::ChannelC
 // Holds the channel's state (not the Channel, which the caller may drop
 // while this is queued): the call runs to its end and `done` runs once.
 Task<void> RunUnary(std::shared_ptr<channel::ChannelState> state, std::string method,
-                          ClientContext* ctx, std::string request, std::string* response,
-                          std::function<void(Status)> done) {
+                    ClientContext* ctx, std::string request, internal::ResponseSink response,
+                    std::function<void(Status)> done) {
   Status s = co_await internal::CallOpener::Unary(std::move(state), std::move(method), ctx,
                                                   std::move(request), response);
   done(std::move(s));
@@ -120,9 +120,15 @@ Task<std::unique_ptr<ClientCall>> Channel::Open(std::string method, ClientContex
 }
 
 Task<Status> Channel::Unary(std::string method, ClientContext* ctx, std::string request,
-                                  std::string* response) {
+                            std::string* response) {
   return internal::CallOpener::Unary(state_, std::move(method), ctx, std::move(request),
-                                     response);
+                                     {.str = response});
+}
+
+Task<Status> Channel::Unary(std::string method, ClientContext* ctx, std::string request,
+                            ByteBuffer* response) {
+  return internal::CallOpener::Unary(state_, std::move(method), ctx, std::move(request),
+                                     {.buf = response});
 }
 
 
@@ -150,6 +156,16 @@ size_t Channel::cq_thread_count() const { return state_->cq() ? state_->cq()->si
 
 void Channel::UnaryCallAsync(std::string method, ClientContext* ctx, std::string request,
                              std::string* response, std::function<void(Status)> done) {
+  UnaryCallAsync(std::move(method), ctx, std::move(request), {.str = response}, std::move(done));
+}
+
+void Channel::UnaryCallAsync(std::string method, ClientContext* ctx, std::string request,
+                             ByteBuffer* response, std::function<void(Status)> done) {
+  UnaryCallAsync(std::move(method), ctx, std::move(request), {.buf = response}, std::move(done));
+}
+
+void Channel::UnaryCallAsync(std::string method, ClientContext* ctx, std::string request,
+                             internal::ResponseSink response, std::function<void(Status)> done) {
   if (!state_->config_error().ok() && !state_->cq()) {
     done(Status::FromAbsl(state_->config_error()));  // no thread to run it on
     return;
@@ -189,8 +205,8 @@ struct BlockingResult {
 };
 
 Task<void> RunBlockingUnary(std::shared_ptr<channel::ChannelState> state, std::string method,
-                            ClientContext* ctx, std::string request, std::string* response,
-                            BlockingResult<Status>* out) {
+                            ClientContext* ctx, std::string request,
+                            internal::ResponseSink response, BlockingResult<Status>* out) {
   out->Set(co_await internal::CallOpener::Unary(std::move(state), std::move(method), ctx,
                                                 std::move(request), response));
 }
@@ -227,6 +243,18 @@ Status Channel::BlockingUnaryCall(std::string method, ClientContext* ctx,
 
 Status Channel::BlockingUnaryCall(std::string method, ClientContext* ctx,
                                   std::string&& request, std::string* response) {
+  return BlockingUnaryCall(std::move(method), ctx, std::move(request),
+                           internal::ResponseSink{.str = response});
+}
+
+Status Channel::BlockingUnaryCall(std::string method, ClientContext* ctx,
+                                  std::string&& request, ByteBuffer* response) {
+  return BlockingUnaryCall(std::move(method), ctx, std::move(request),
+                           internal::ResponseSink{.buf = response});
+}
+
+Status Channel::BlockingUnaryCall(std::string method, ClientContext* ctx,
+                                  std::string&& request, internal::ResponseSink response) {
   if (!state_->config_error().ok()) return Status::FromAbsl(state_->config_error());
   if (state_->CurrentIndex()) {
     return Status(StatusCode::FAILED_PRECONDITION,

@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "base/byte_buffer.h"
 #include "base/task.h"
 #include "client/call_metrics.h"
 #include "client/channel_arguments.h"
@@ -38,6 +39,7 @@ class ChannelState;
 }  // namespace channel
 namespace internal {
 class CallOpener;
+struct ResponseSink;
 }  // namespace internal
 
 // As in grpc++: PEM strings. Empty roots: the system's trust store; a key
@@ -88,8 +90,14 @@ class ClientCall {
   // Queues one message (copied now: `message` may go at once).
   // `compress`: false sends this message uncompressed (WriteOptions).
   Task<Status> Write(std::string_view message, bool compress = true);
+  // The same without a copy of a large message: its bytes go to the socket
+  // from where they are (and a retry's replay sends them from there too).
+  Task<Status> Write(OutgoingMessage message, bool compress = true);
   void WritesDone();
   Task<std::optional<std::string>> Read();
+  // The next message as received: large ones are slices of the receive
+  // buffers (no copy); Read() joins them into one string.
+  Task<std::optional<ByteBuffer>> ReadBuffer();
   // Waits for the server's initial metadata and puts it in the context:
   // false if the call ended without any. Not while Finish() is awaited.
   Task<bool> ReadInitialMetadata();
@@ -102,6 +110,7 @@ class ClientCall {
   Status FinishNow();
   // Queues one message without waiting for the send buffer to drain.
   Status WriteNow(std::string_view message);
+  Status WriteNow(const OutgoingMessage& message);
   void Cancel();
   // After Finish: the server never processed the call (GOAWAY above its
   // stream, or REFUSED_STREAM), so sending it again is safe.
@@ -118,6 +127,9 @@ class ClientCall {
   friend class internal::CallOpener;
   struct Impl;
   explicit ClientCall(std::unique_ptr<Impl> impl);
+  // Read / ReadBuffer through interceptors and a retry's replay.
+  template <typename Out>
+  static Task<std::optional<Out>> ReadThrough(Impl* impl);
   std::unique_ptr<Impl> impl_;
 };
 
@@ -141,6 +153,14 @@ class Channel {
   // On a CQ thread of this channel (from Spawn()ed work).
   Task<Status> Unary(std::string method, ClientContext* ctx, std::string request,
                            std::string* response);
+  // The same three with the response as received (a large one as slices
+  // of the receive buffers, not copied): what the generated stubs parse.
+  Status BlockingUnaryCall(std::string method, ClientContext* ctx, std::string&& request,
+                           ByteBuffer* response);
+  void UnaryCallAsync(std::string method, ClientContext* ctx, std::string request,
+                      ByteBuffer* response, std::function<void(Status)> done);
+  Task<Status> Unary(std::string method, ClientContext* ctx, std::string request,
+                     ByteBuffer* response);
   Task<std::unique_ptr<ClientCall>> Open(std::string method, ClientContext* ctx,
                                                Status* status);
   // Open from a thread that is not one of the channel's CQ threads (the
@@ -204,6 +224,10 @@ class Channel {
       const std::string&, const std::shared_ptr<ChannelCredentials>&, const ChannelArguments&,
       std::vector<std::unique_ptr<experimental::ClientInterceptorFactoryInterface>>);
   explicit Channel(std::shared_ptr<channel::ChannelState> state);
+  Status BlockingUnaryCall(std::string method, ClientContext* ctx, std::string&& request,
+                           internal::ResponseSink response);
+  void UnaryCallAsync(std::string method, ClientContext* ctx, std::string request,
+                      internal::ResponseSink response, std::function<void(Status)> done);
   std::shared_ptr<channel::ChannelState> state_;
 };
 

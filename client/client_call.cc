@@ -6,6 +6,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 #include "absl/strings/escaping.h"
@@ -165,7 +166,7 @@ struct ClientCall::Impl final : transport::Call::EndObserver {
     std::string method;
     internal::CallOpener::AttemptPlan plan;  // the call's deadline, config, row
     // What was written, as sent (after interceptors), until committed.
-    std::vector<std::pair<std::string, bool>> sent;
+    std::vector<std::pair<OutgoingMessage, bool>> sent;
     size_t sent_bytes = 0;
     size_t limit = 0;  // grpc.per_rpc_retry_buffer_size
     bool writes_done = false;
@@ -207,14 +208,15 @@ struct ClientCall::Impl final : transport::Call::EndObserver {
 
   // Keeps a written message for a replay, unless committed; over the
   // buffer's limit the call commits (as grpc++ does).
-  void Remember(std::string_view m, bool compress) {
+  // (A large message is shared, not copied.)
+  void Remember(const OutgoingMessage& m, bool compress) {
     if (replay == nullptr || replay->committed) return;
     replay->sent_bytes += m.size();
     if (replay->sent_bytes > replay->limit) {
       Commit();
       return;
     }
-    replay->sent.emplace_back(std::string(m), compress);
+    replay->sent.emplace_back(m, compress);
   }
   void Commit() {
     if (replay == nullptr || replay->committed) return;
@@ -257,27 +259,34 @@ struct ClientCall::Impl final : transport::Call::EndObserver {
 ClientCall::ClientCall(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 ClientCall::~ClientCall() = default;
 
+namespace {
+Task<Status> Wrap(Task<absl::Status> t) { co_return Status::FromAbsl(co_await std::move(t)); }
+}  // namespace
+
 Task<Status> ClientCall::Write(std::string_view message, bool compress) {
-  auto wrap = [](Task<absl::Status> t) -> Task<Status> {
-    co_return Status::FromAbsl(co_await std::move(t));
-  };
   if (impl_->interceptors == nullptr && impl_->replay == nullptr) {
-    return wrap(impl_->call->Write(message, compress));
+    return Wrap(impl_->call->Write(message, compress));
   }
-  std::string m(message);
+  return Write(OutgoingMessage(std::string(message)), compress);
+}
+
+Task<Status> ClientCall::Write(OutgoingMessage message, bool compress) {
   if (impl_->interceptors != nullptr) {
+    // Interceptors see (and may change) the message as a string of its own.
+    std::string m(message.bytes());
     if (Status s = impl_->interceptors->PreSendMessage(m); !s.ok()) {
       impl_->Fail(s);
       return [](Status s) -> Task<Status> { co_return s; }(s);
     }
+    message = OutgoingMessage(std::move(m));
   }
   if (impl_->replay == nullptr) {
-    return wrap(impl_->call->Write(m, compress));  // the bytes are taken before this returns
+    return Wrap(impl_->call->Write(message, compress));  // queued before this returns
   }
-  impl_->Remember(m, compress);
+  impl_->Remember(message, compress);
   // A write that finds the attempt ended before the call committed goes
   // out again with the next attempt's replay.
-  return [](Impl* impl, std::string m, bool compress) -> Task<Status> {
+  return [](Impl* impl, OutgoingMessage m, bool compress) -> Task<Status> {
     for (;;) {
       const uint64_t generation = impl->replay->generation;
       absl::Status s;
@@ -291,7 +300,7 @@ Task<Status> ClientCall::Write(std::string_view message, bool compress) {
       }
       co_return Status();  // replayed with the new attempt
     }
-  }(impl_.get(), std::move(m), compress);
+  }(impl_.get(), std::move(message), compress);
 }
 bool ClientCall::never_sent() const { return impl_->call->never_sent(); }
 void ClientCall::WritesDone() {
@@ -306,30 +315,51 @@ void ClientCall::WritesDone() {
 }
 Task<std::optional<std::string>> ClientCall::Read() {
   if (impl_->interceptors == nullptr && impl_->replay == nullptr) return impl_->call->Read();
-  return [](Impl* impl) -> Task<std::optional<std::string>> {
-    std::optional<std::string> m;
-    for (;;) {
-      const uint64_t generation = impl->replay != nullptr ? impl->replay->generation : 0;
-      {
-        Impl::Awaiting inside(impl);
-        m = co_await impl->call->Read();
-      }
-      // (One co_await per statement: GCC 12 mishandles them inside ||.)
-      if (m || impl->replay == nullptr) break;
-      if (!co_await internal::CallOpener::NextStreamAttempt(impl, generation)) break;
-    }
-    if (!m) co_return m;
-    impl->Commit();  // a message came: the server has the call
-    if (impl->interceptors == nullptr) co_return m;
-    Status s = impl->interceptors->PostRecvInitialMetadata(impl->call->initial_metadata());
-    if (s.ok()) s = impl->interceptors->PostRecvMessage(*m);
-    if (!s.ok()) {
-      impl->Fail(s);
-      co_return std::nullopt;
-    }
-    co_return m;
-  }(impl_.get());
+  return ReadThrough<std::string>(impl_.get());
 }
+
+Task<std::optional<ByteBuffer>> ClientCall::ReadBuffer() {
+  if (impl_->interceptors == nullptr && impl_->replay == nullptr) {
+    return impl_->call->ReadBuffer();
+  }
+  return ReadThrough<ByteBuffer>(impl_.get());
+}
+
+// One coroutine over the transport's read (not one over the other: see
+// transport::Call::TakeMessage).
+template <typename Out>
+Task<std::optional<Out>> ClientCall::ReadThrough(Impl* impl) {
+  std::optional<ByteBuffer> m;
+  for (;;) {
+    const uint64_t generation = impl->replay != nullptr ? impl->replay->generation : 0;
+    {
+      Impl::Awaiting inside(impl);
+      m = co_await impl->call->ReadBuffer();
+    }
+    // (One co_await per statement: GCC 12 mishandles them inside ||.)
+    if (m || impl->replay == nullptr) break;
+    if (!co_await internal::CallOpener::NextStreamAttempt(impl, generation)) break;
+  }
+  if (!m) co_return std::nullopt;
+  impl->Commit();  // a message came: the server has the call
+  if (impl->interceptors == nullptr) {
+    if constexpr (std::is_same_v<Out, std::string>) {
+      co_return std::move(*m).TakeString();
+    } else {
+      co_return std::move(*m);
+    }
+  }
+  // Interceptors see (and may change) the message as one string.
+  std::string flat = std::move(*m).TakeString();
+  Status s = impl->interceptors->PostRecvInitialMetadata(impl->call->initial_metadata());
+  if (s.ok()) s = impl->interceptors->PostRecvMessage(flat);
+  if (!s.ok()) {
+    impl->Fail(s);
+    co_return std::nullopt;
+  }
+  co_return Out(std::move(flat));
+}
+
 void ClientCall::Cancel() {
   if (impl_->interceptors != nullptr) impl_->interceptors->PreSendCancel();
   if (impl_->replay != nullptr) {
@@ -413,17 +443,25 @@ Status ClientCall::FinishNow() {
 }
 
 Status ClientCall::WriteNow(std::string_view message) {
+  if (impl_->interceptors == nullptr && impl_->replay == nullptr) {
+    return Status::FromAbsl(impl_->call->Enqueue(message));
+  }
+  return WriteNow(OutgoingMessage(std::string(message)));
+}
+
+Status ClientCall::WriteNow(const OutgoingMessage& message) {
   if (impl_->interceptors == nullptr) {
     impl_->Remember(message, true);
     return Status::FromAbsl(impl_->call->Enqueue(message));
   }
-  std::string m(message);
+  std::string m(message.bytes());
   if (Status s = impl_->interceptors->PreSendMessage(m); !s.ok()) {
     impl_->Fail(s);
     return s;
   }
-  impl_->Remember(m, true);
-  return Status::FromAbsl(impl_->call->Enqueue(m));
+  OutgoingMessage changed(std::move(m));
+  impl_->Remember(changed, true);
+  return Status::FromAbsl(impl_->call->Enqueue(changed));
 }
 
 namespace internal {
@@ -873,8 +911,8 @@ namespace internal {
 
 Task<Status> CallOpener::Unary(std::shared_ptr<channel::ChannelState> self,
                                      std::string method, ClientContext* ctx, std::string request,
-                                     std::string* response) {
-  if (response == nullptr) {
+                                     ResponseSink response) {
+  if (response.null()) {
     co_return Status(StatusCode::INVALID_ARGUMENT, "the unary call's response pointer is null");
   }
   // The call's telemetry: its attempts record themselves (Open), the call
@@ -884,7 +922,10 @@ Task<Status> CallOpener::Unary(std::shared_ptr<channel::ChannelState> self,
   channel::MethodRow* row =
       metrics != nullptr && index && ctx != nullptr ? metrics->Method(*index, method) : nullptr;
   const TimePoint start = Clock::now();
-  Status s = co_await UnaryAttempts(self, method, ctx, std::move(request), response, row);
+  // Serialized once; a large request is sent from this string by every
+  // attempt (and hedged copy) without being copied.
+  Status s = co_await UnaryAttempts(self, method, ctx, OutgoingMessage(std::move(request)),
+                                    response, row);
   if (row != nullptr) metrics->CallEnded(row, s.error_code(), Clock::now() - start);
   co_return s;
 }
@@ -931,7 +972,7 @@ Duration GrowBackoff(const channel::RetryPolicy& policy, Duration backoff) {
 
 Task<Status> CallOpener::UnaryAttempts(std::shared_ptr<channel::ChannelState> self,
                                        const std::string& method, ClientContext* ctx,
-                                       std::string request, std::string* response,
+                                       OutgoingMessage request, ResponseSink response,
                                        channel::MethodRow* metrics_row) {
   ChannelState& st = *self;
   const std::optional<size_t> index = st.CurrentIndex();
@@ -969,12 +1010,12 @@ Task<Status> CallOpener::UnaryAttempts(std::shared_ptr<channel::ChannelState> se
     plan.previous_attempts = attempt;
     Status s;
     std::unique_ptr<ClientCall> call = co_await Open(self, method, ctx, &s, false, &plan);
-    std::optional<std::string> reply;
+    std::optional<ByteBuffer> reply;
     if (call != nullptr) {
       Status w = call->WriteNow(request);  // one message: no need to wait for room
       (void)w;  // a failed write ends the call: Finish reports why
       call->WritesDone();
-      reply = co_await call->Read();
+      reply = co_await call->ReadBuffer();
       // (No co_await inside ?: — GCC 12 mishandles the temporaries there.)
       if (call->finished()) {
         s = call->FinishNow();
@@ -996,7 +1037,7 @@ Task<Status> CallOpener::UnaryAttempts(std::shared_ptr<channel::ChannelState> se
         co_return Status(StatusCode::INTERNAL,
                          "the server ended a unary call OK without a response message");
       }
-      *response = std::move(*reply);
+      response.Set(std::move(*reply));
       co_return s;
     }
     // Retried only when the policy names the code, the server did not
@@ -1170,7 +1211,7 @@ struct Hedge {
   std::vector<ClientCall*> open;          // copies with a stream
   const ClientCall* committed = nullptr;  // its server answered first: the call's
   std::optional<Status> final;            // the call's status, once decided
-  std::optional<std::string> reply;
+  std::optional<ByteBuffer> reply;
   Status last = Status(StatusCode::UNAVAILABLE, "no hedged attempt was sent");
   bool next_now = false;  // a non-fatal failure: the next copy goes at once
   std::optional<int64_t> pushback;  // the server's, on the latest such failure
@@ -1193,7 +1234,7 @@ Task<bool> Woken(runtime::LoopEvent* e) {
 
 Task<Status> CallOpener::UnaryHedged(std::shared_ptr<channel::ChannelState> self,
                                      const std::string& method, ClientContext* ctx,
-                                     std::string request, std::string* response,
+                                     OutgoingMessage request, ResponseSink response,
                                      const AttemptPlan& call_plan) {
   ChannelState& st = *self;
   runtime::EventLoop& loop = st.cq()->loop(*st.CurrentIndex());
@@ -1204,11 +1245,11 @@ Task<Status> CallOpener::UnaryHedged(std::shared_ptr<channel::ChannelState> self
   // One copy: opens, sends, and reports how it ended (A6: an answer or a
   // fatal status decides the call; a non-fatal one sends the next copy).
   auto copy = [](std::shared_ptr<ChannelState> self, const std::string* method,
-                 ClientContext* ctx, const std::string* request, AttemptPlan plan,
+                 ClientContext* ctx, const OutgoingMessage* request, AttemptPlan plan,
                  std::shared_ptr<Hedge> h, const channel::HedgingPolicy* policy) -> Task<void> {
     Status s;
     std::unique_ptr<ClientCall> call = co_await Open(self, *method, ctx, &s, false, &plan);
-    std::optional<std::string> reply;
+    std::optional<ByteBuffer> reply;
     bool never_sent = false;
     std::optional<int64_t> pushback;
     if (call != nullptr) {
@@ -1223,7 +1264,7 @@ Task<Status> CallOpener::UnaryHedged(std::shared_ptr<channel::ChannelState> self
         CancelOthers(*h, call.get());
         h->wake.Set();
       }
-      reply = co_await call->Read();
+      reply = co_await call->ReadBuffer();
       (void)co_await call->impl_->call->Finish();  // the context is not touched yet
       std::erase(h->open, call.get());
       never_sent = call->never_sent();
@@ -1303,7 +1344,7 @@ Task<Status> CallOpener::UnaryHedged(std::shared_ptr<channel::ChannelState> self
     co_return Status(StatusCode::INTERNAL,
                      "the server ended a unary call OK without a response message");
   }
-  *response = std::move(*h->reply);
+  response.Set(std::move(*h->reply));
   co_return s;
 }
 

@@ -17,16 +17,17 @@
 
 #include "base/task.h"
 #include "client/channel.h"
+#include "client/message_parse.h"
 #include "client/status.h"
 
 namespace ringrpc {
 
 // The call's status, unless it is OK and `reply` does not parse into
 // `response` (INTERNAL, saying so).
-inline Status ParseReply(const Status& s, const std::string& reply,
+inline Status ParseReply(const Status& s, const ByteBuffer& reply,
                          google::protobuf::MessageLite* response) {
   if (!s.ok()) return s;
-  if (!response->ParseFromString(reply)) {
+  if (!ParseMessage(reply, response)) {
     return Status(StatusCode::INTERNAL,
                   "the response message does not parse as " + response->GetTypeName());
   }
@@ -41,15 +42,16 @@ class TypedCall {
   explicit TypedCall(std::unique_ptr<ClientCall> call) : call_(std::move(call)) {}
 
   Task<Status> Write(const Request& request, WriteOptions options = WriteOptions()) {
-    return call_->Write(request.SerializeAsString(), !options.get_no_compression());
+    return call_->Write(OutgoingMessage(request.SerializeAsString()),
+                        !options.get_no_compression());
   }
   void WritesDone() { call_->WritesDone(); }
   // False at the end of the stream (or on a message that does not parse:
   // the call is cancelled and Finish says INTERNAL).
   Task<bool> Read(Response* response) {
-    std::optional<std::string> m = co_await call_->Read();
+    std::optional<ByteBuffer> m = co_await call_->ReadBuffer();
     if (!m) co_return false;
-    if (!response->ParseFromString(*m)) {
+    if (!ParseMessage(*m, response)) {
       bad_message_ = true;
       call_->Cancel();
       co_return false;

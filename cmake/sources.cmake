@@ -44,6 +44,7 @@ set(RINGRPC_SOURCES
   pool/thread_context.cc
 )
 set(RINGRPC_HEADERS
+  base/byte_buffer.h
   base/check.h
   base/mutex.h
   base/runtime.h
@@ -76,6 +77,7 @@ set(RINGRPC_HEADERS
   client/internal/call_credentials.h
   client/internal/call_opener.h
   client/internal/interceptors.h
+  client/message_parse.h
   client/resolver.h
   client/runtime/cpu_count.h
   client/runtime/cq_threads.h
@@ -92,6 +94,7 @@ set(RINGRPC_HEADERS
   client/transport/http2_connection.h
   client/transport/internal/http2_callbacks.h
   client/transport/internal/ms.h
+  client/transport/internal/send_batch.h
   client/transport/keepalive.h
   client/transport/metadata.h
   client/transport/tls.h

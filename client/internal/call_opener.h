@@ -30,6 +30,21 @@ class EventLoop;
 }  // namespace runtime
 
 namespace internal {
+// Where a unary call's response goes: a ByteBuffer (as received) or a
+// string (moved in when the bytes are one string, else joined).
+struct ResponseSink {
+  std::string* str = nullptr;
+  ByteBuffer* buf = nullptr;
+  bool null() const { return str == nullptr && buf == nullptr; }
+  void Set(ByteBuffer&& bytes) const {
+    if (buf != nullptr) {
+      *buf = std::move(bytes);
+    } else {
+      *str = std::move(bytes).TakeString();
+    }
+  }
+};
+
 // Opens calls on a channel's state: the step between the channel core
 // (client/channel/channel_state.h) and a ClientCall.
 class CallOpener {
@@ -66,7 +81,7 @@ class CallOpener {
   }
   // A unary call; the task holds the channel.
   static Task<Status> Unary(std::shared_ptr<channel::ChannelState> self, std::string method,
-                            ClientContext* ctx, std::string request, std::string* response);
+                            ClientContext* ctx, std::string request, ResponseSink response);
 
  private:
   // Open without the telemetry.
@@ -80,13 +95,13 @@ class CallOpener {
   // Unary's attempts: the transparent retry and the retryPolicy's (A6).
   static Task<Status> UnaryAttempts(std::shared_ptr<channel::ChannelState> self,
                                     const std::string& method, ClientContext* ctx,
-                                    std::string request, std::string* response,
+                                    OutgoingMessage request, ResponseSink response,
                                     channel::MethodRow* metrics_row);
   // Unary's attempts under a hedgingPolicy (A6): copies sent
   // hedgingDelay apart, the first answer wins.
   static Task<Status> UnaryHedged(std::shared_ptr<channel::ChannelState> self,
                                   const std::string& method, ClientContext* ctx,
-                                  std::string request, std::string* response,
+                                  OutgoingMessage request, ResponseSink response,
                                   const AttemptPlan& plan);
   // Cancel() from any thread reaches the call on its loop from now on (or
   // cancels it at once if it came first).

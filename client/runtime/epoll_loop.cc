@@ -62,6 +62,9 @@ class EpollLoop final : public EventLoop {
         n = ::send(op->fd, op->buf.data() + op->offset,
                    op->buf.size() - op->offset, MSG_DONTWAIT | MSG_NOSIGNAL);
         break;
+      case IoOp::Kind::kSendMsg:
+        n = ::sendmsg(op->fd, &op->msg, MSG_DONTWAIT | MSG_NOSIGNAL);
+        break;
       case IoOp::Kind::kPoll: {
         pollfd p{op->fd, POLLIN, 0};
         if (::poll(&p, 1, 0) <= 0 || p.revents == 0) return false;

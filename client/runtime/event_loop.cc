@@ -256,6 +256,8 @@ void EventLoop::FreeOp(IoOp* op) {
   IoOp& o = *owned;
   o.buf = {};
   o.offset = 0;
+  o.iov.clear();
+  o.held.clear();
   o.addrlen = 0;
   o.waiter = {};
   o.res = 0;
@@ -273,6 +275,18 @@ IoAwaitable EventLoop::Send(int fd, std::vector<uint8_t> buf, size_t offset) {
   auto op = NewOp(IoOp::Kind::kSend, fd);
   op->buf = std::move(buf);
   op->offset = offset;
+  return StartIo(std::move(op));
+}
+
+IoAwaitable EventLoop::SendMsg(int fd, std::vector<uint8_t> buf, std::vector<iovec> iov,
+                               std::vector<std::shared_ptr<const std::string>> held) {
+  auto op = NewOp(IoOp::Kind::kSendMsg, fd);
+  op->buf = std::move(buf);
+  op->iov = std::move(iov);
+  op->held = std::move(held);
+  op->msg = msghdr{};
+  op->msg.msg_iov = op->iov.data();
+  op->msg.msg_iovlen = op->iov.size();
   return StartIo(std::move(op));
 }
 

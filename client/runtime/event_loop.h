@@ -22,6 +22,7 @@
 #define RINGRPC_CLIENT_RUNTIME_EVENT_LOOP_H_
 
 #include <sys/socket.h>
+#include <sys/uio.h>
 
 #include <atomic>
 #include <coroutine>
@@ -52,11 +53,16 @@ absl::StatusOr<std::optional<Backend>> BackendFromEnv();
 // until the awaitable dies with the operation still in the kernel, then by
 // the loop, which frees it when its completion arrives.
 struct IoOp {
-  enum class Kind : uint8_t { kRecv, kSend, kConnect, kPoll };
+  enum class Kind : uint8_t { kRecv, kSend, kSendMsg, kConnect, kPoll };
   Kind kind = Kind::kRecv;
   int fd = -1;
   std::vector<uint8_t> buf;  // recv: filled up to buf.size(); send: sent from offset
   size_t offset = 0;
+  // kSendMsg: the pieces to send, in order; they point into `buf` and into
+  // the strings `held` keeps alive until the kernel is done with them.
+  std::vector<iovec> iov;
+  std::vector<std::shared_ptr<const std::string>> held;
+  msghdr msg{};
   sockaddr_storage addr{};
   socklen_t addrlen = 0;
   std::coroutine_handle<> waiter;
@@ -181,6 +187,11 @@ class EventLoop : public Runtime {
   // Socket operations. Loop thread only. The socket must be non-blocking.
   IoAwaitable Recv(int fd, std::vector<uint8_t> buf);
   IoAwaitable Send(int fd, std::vector<uint8_t> buf, size_t offset = 0);
+  // Sends the pieces `iov` (gathered, one sendmsg): they point into `buf`
+  // and `held`, which the operation keeps until it ends (also if its
+  // awaiter goes first). IoResult::buf gives `buf` back.
+  IoAwaitable SendMsg(int fd, std::vector<uint8_t> buf, std::vector<iovec> iov,
+                      std::vector<std::shared_ptr<const std::string>> held);
   IoAwaitable Connect(int fd, const sockaddr* addr, socklen_t len);
   // Waits until `fd` is readable (or hung up, or in error) without reading:
   // res is the poll revents. Cancelling it loses no bytes.

@@ -58,7 +58,8 @@ class UringLoop final : public EventLoop {
     };
     for (Needed n : {Needed{IORING_OP_RECV, "RECV"}, Needed{IORING_OP_SEND, "SEND"},
                      Needed{IORING_OP_CONNECT, "CONNECT"}, Needed{IORING_OP_POLL_ADD, "POLL_ADD"},
-                     Needed{IORING_OP_ASYNC_CANCEL, "ASYNC_CANCEL"}, Needed{IORING_OP_READ, "READ"}}) {
+                     Needed{IORING_OP_ASYNC_CANCEL, "ASYNC_CANCEL"}, Needed{IORING_OP_READ, "READ"},
+                     Needed{IORING_OP_SENDMSG, "SENDMSG"}}) {
       if (!io_uring_opcode_supported(probe, n.op)) {
         io_uring_free_probe(probe);
         return absl::UnavailableError(absl::StrCat(
@@ -114,6 +115,9 @@ class UringLoop final : public EventLoop {
         // completion means all of it went (what a quiet send relies on).
         io_uring_prep_send(sqe, op->fd, op->buf.data() + op->offset,
                            op->buf.size() - op->offset, MSG_NOSIGNAL | MSG_WAITALL);
+        break;
+      case IoOp::Kind::kSendMsg:
+        io_uring_prep_sendmsg(sqe, op->fd, &op->msg, MSG_NOSIGNAL | MSG_WAITALL);
         break;
       case IoOp::Kind::kConnect:
         io_uring_prep_connect(sqe, op->fd,

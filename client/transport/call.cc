@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "client/transport/http2_connection.h"
+#include "client/transport/internal/send_batch.h"
 
 namespace ringrpc::transport {
 
@@ -68,10 +69,28 @@ void Call::Wake() {
 Task<absl::Status> Call::Write(std::string_view message, bool compress) {
   // The bytes are framed into out_ now, before the task starts: the caller
   // may drop (or keep, for a retry) `message` as soon as this returns.
+  return WaitForRoom(Enqueue(message, nullptr, compress));
+}
+
+Task<absl::Status> Call::Write(const OutgoingMessage& message, bool compress) {
   return WaitForRoom(Enqueue(message, compress));
 }
 
 absl::Status Call::Enqueue(std::string_view message, bool compress) {
+  return Enqueue(message, nullptr, compress);
+}
+
+absl::Status Call::Enqueue(const OutgoingMessage& message, bool compress) {
+  return Enqueue(message.bytes(), message.large() ? &message.large() : nullptr, compress);
+}
+
+std::string& Call::OwnTail() {
+  if (out_.empty() || out_.back().held) out_.emplace_back();
+  return out_.back().own;
+}
+
+absl::Status Call::Enqueue(std::string_view message,
+                           const std::shared_ptr<const std::string>* held, bool compress) {
   if (status_) {
     return status_->ok()
                ? absl::FailedPreconditionError("Write after the call ended")
@@ -87,23 +106,40 @@ absl::Status Call::Enqueue(std::string_view message, bool compress) {
     conn_->ResetStream(this, NGHTTP2_CANCEL);
     return s;
   }
-  const size_t framed_before = out_.size();
+  size_t queued = 0;  // bytes added, prefix included
+  bool framed = false;
   if (compress && send_compression_ != Compression::kIdentity) {
-    // Compressed straight into out_ behind a prefix written afterwards; kept
-    // only if it is smaller (gRPC's rule: the flag is per message).
-    const size_t at = out_.size();
-    out_.append(5, '\0');
-    absl::Status s = Compress(send_compression_, send_level_, message, out_);
-    if (s.ok() && out_.size() - at - 5 < message.size()) {
-      WriteMessagePrefix(out_, at, static_cast<uint32_t>(out_.size() - at - 5), true);
+    // Compressed straight into the call's own bytes behind a prefix written
+    // afterwards; kept only if it is smaller (gRPC's rule: the flag is per
+    // message).
+    std::string& own = OwnTail();
+    const size_t at = own.size();
+    own.append(5, '\0');
+    absl::Status s = Compress(send_compression_, send_level_, message, own);
+    if (s.ok() && own.size() - at - 5 < message.size()) {
+      WriteMessagePrefix(own, at, static_cast<uint32_t>(own.size() - at - 5), true);
+      queued = own.size() - at;
+      framed = true;
     } else {
-      out_.resize(at);
-      AppendFramedMessage(out_, message);
+      own.resize(at);
     }
-  } else {
-    AppendFramedMessage(out_, message);
   }
-  sent_message_bytes_ += out_.size() - framed_before - 5;
+  if (!framed && held != nullptr && message.size() >= kZeroCopyMin) {
+    // The prefix is the call's own; the message is sent from where it is.
+    std::string& own = OwnTail();
+    const size_t at = own.size();
+    own.append(5, '\0');
+    WriteMessagePrefix(own, at, static_cast<uint32_t>(message.size()), false);
+    out_.push_back(OutChunk{.held = *held});
+    queued = 5 + message.size();
+  } else if (!framed) {
+    std::string& own = OwnTail();
+    const size_t at = own.size();
+    AppendFramedMessage(own, message);
+    queued = own.size() - at;
+  }
+  out_bytes_ += queued;
+  sent_message_bytes_ += queued - 5;
   if (data_deferred_) {
     data_deferred_ = false;
     nghttp2_session_resume_data(conn_->session_, stream_id_);
@@ -112,9 +148,41 @@ absl::Status Call::Enqueue(std::string_view message, bool compress) {
   return absl::OkStatus();
 }
 
+void Call::TakeOut(size_t n, SendBatch& batch) {
+  while (n > 0 && !out_.empty()) {
+    OutChunk& c = out_.front();
+    if (c.rest().empty()) {  // an own chunk emptied and kept
+      if (out_.size() == 1) break;
+      out_.erase(out_.begin());
+      continue;
+    }
+    std::string_view piece = c.rest().substr(0, n);
+    if (c.held && piece.size() >= kZeroCopyMin) {
+      batch.Hold(c.held, piece);
+    } else {
+      batch.Copy(piece.data(), piece.size());
+    }
+    c.at += piece.size();
+    n -= piece.size();
+    out_bytes_ -= piece.size();
+    if (!c.rest().empty()) {
+      if (!c.held && c.at > (1u << 20)) {  // a long stream of small writes
+        c.own.erase(0, c.at);
+        c.at = 0;
+      }
+    } else if (out_.size() == 1 && !c.held) {
+      c.own.clear();  // kept with its capacity for the next message
+      c.at = 0;
+    } else {
+      out_.erase(out_.begin());
+    }
+  }
+  if (out_bytes_ <= kWriteHighWater) write_event_.Set();
+}
+
 Task<absl::Status> Call::WaitForRoom(absl::Status queued) {
   if (!queued.ok()) co_return queued;
-  while (!status_ && out_.size() - out_offset_ > kWriteHighWater) {
+  while (!status_ && out_bytes_ > kWriteHighWater) {
     co_await write_event_.Wait();
   }
   if (status_ && !status_->ok()) co_return *status_;
@@ -139,22 +207,50 @@ void Call::CreditConsumed() {
   }
 }
 
+// (Read and ReadBuffer each loop on this step themselves: a coroutine
+// wrapping the other would nest a frame per message, and a long stream
+// read without waiting would grow the stack where transfers between
+// coroutines are not tail calls, as in sanitized builds.)
+Call::ReadStep Call::TakeMessage(ByteBuffer* out) {
+  if (status_ && !status_->ok()) return ReadStep::kEnd;
+  if (std::optional<ReceivedMessage> m = decoder_.Next()) {
+    CreditConsumed();  // the reader took it: the server may send more
+    if (!m->compressed) {
+      *out = std::move(m->bytes);
+      return ReadStep::kMessage;
+    }
+    absl::StatusOr<std::string> plain = Inflate(std::move(m->bytes).TakeString());
+    if (plain.ok()) {
+      *out = ByteBuffer(std::move(*plain));
+      return ReadStep::kMessage;
+    }
+    // The server may have ended the call OK before this message was read:
+    // a response the client cannot decode still fails the call.
+    if (status_ && status_->ok()) status_ = plain.status();
+    End(plain.status());
+    conn_->ResetStream(this, NGHTTP2_CANCEL);
+    return ReadStep::kEnd;
+  }
+  if (status_ || remote_closed_) return ReadStep::kEnd;
+  return ReadStep::kWait;
+}
+
 Task<std::optional<std::string>> Call::Read() {
   for (;;) {
-    if (status_ && !status_->ok()) co_return std::nullopt;
-    if (std::optional<ReceivedMessage> m = decoder_.Next()) {
-      CreditConsumed();  // the reader took it: the server may send more
-      if (!m->compressed) co_return std::move(m->bytes);
-      absl::StatusOr<std::string> plain = Inflate(m->bytes);
-      if (plain.ok()) co_return std::move(*plain);
-      // The server may have ended the call OK before this message was read:
-      // a response the client cannot decode still fails the call.
-      if (status_ && status_->ok()) status_ = plain.status();
-      End(plain.status());
-      conn_->ResetStream(this, NGHTTP2_CANCEL);
-      co_return std::nullopt;
-    }
-    if (status_ || remote_closed_) co_return std::nullopt;
+    ByteBuffer m;
+    const ReadStep step = TakeMessage(&m);
+    if (step == ReadStep::kMessage) co_return std::move(m).TakeString();
+    if (step == ReadStep::kEnd) co_return std::nullopt;
+    co_await read_event_.Wait();
+  }
+}
+
+Task<std::optional<ByteBuffer>> Call::ReadBuffer() {
+  for (;;) {
+    ByteBuffer m;
+    const ReadStep step = TakeMessage(&m);
+    if (step == ReadStep::kMessage) co_return std::move(m);
+    if (step == ReadStep::kEnd) co_return std::nullopt;
     co_await read_event_.Wait();
   }
 }

@@ -22,6 +22,7 @@
 #include <string>
 #include <string_view>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "base/task.h"
@@ -36,6 +37,7 @@ namespace ringrpc::transport {
 using runtime::LoopEvent;
 
 class Http2Connection;
+struct SendBatch;
 
 // One RPC (one HTTP/2 stream). Ends exactly once with a status. Destroying
 // an unfinished call cancels it (RST_STREAM CANCEL).
@@ -62,6 +64,9 @@ class Call {
   // With `compress` (and a request encoding other than identity) the
   // message is sent compressed, unless that does not make it smaller.
   Task<absl::Status> Write(std::string_view message, bool compress = true);
+  // The same for a message whose large bytes are held, not copied: they
+  // go to the socket from where they are (uncompressed).
+  Task<absl::Status> Write(const OutgoingMessage& message, bool compress = true);
   // Half-closes: no more messages from the client.
   void WritesDone();
   // The next message (inflated if the server compressed it); nullopt once
@@ -69,6 +74,8 @@ class Call {
   // the status. A message that cannot be inflated (corrupt, over the
   // receive limit once inflated, an encoding never offered) ends the call
   // with that error, even if the server had already ended it OK.
+  Task<std::optional<ByteBuffer>> ReadBuffer();
+  // ReadBuffer as one string (moved if it is one, else copied together).
   Task<std::optional<std::string>> Read();
   // Waits for the initial metadata (or the end of the call).
   Task<void> WaitForInitialMetadata();
@@ -85,9 +92,10 @@ class Call {
   bool finished() const { return status_.has_value(); }
   // Set once the call has ended.
   const std::optional<absl::Status>& status() const { return status_; }
-  // Queues one message (copied now) without waiting for room: what Write
-  // does before it waits.
+  // Queues one message without waiting for room: what Write does before
+  // it waits.
   absl::Status Enqueue(std::string_view message, bool compress = true);
+  absl::Status Enqueue(const OutgoingMessage& message, bool compress = true);
   // The response's grpc-encoding as the server named it ("" if it sent
   // none); its compressed messages are inflated by Read().
   const std::string& response_encoding() const { return response_encoding_; }
@@ -116,6 +124,17 @@ class Call {
        std::optional<uint32_t> max_send, Compression send_compression, int send_level);
 
   Task<absl::Status> WaitForRoom(absl::Status queued);
+  // One step of a read: a message into `out`, the end, or wait for more.
+  enum class ReadStep { kMessage, kEnd, kWait };
+  ReadStep TakeMessage(ByteBuffer* out);
+  // `held`: the owner of `message`'s bytes, to send them from (large ones).
+  absl::Status Enqueue(std::string_view message, const std::shared_ptr<const std::string>* held,
+                       bool compress);
+  // The chunk at the end of out_ that bytes may be copied into.
+  std::string& OwnTail();
+  // Moves the next `n` queued bytes (at most out_bytes_) into `batch`:
+  // copied, or held there too for a held message.
+  void TakeOut(size_t n, SendBatch& batch);
   // A received message whose compressed flag was set, inflated per the
   // response's grpc-encoding (within the receive limit).
   absl::StatusOr<std::string> Inflate(std::string_view bytes) const;
@@ -130,9 +149,19 @@ class Call {
 
   std::shared_ptr<Http2Connection> conn_;
   int32_t stream_id_ = -1;
-  // Outgoing framed bytes not yet taken by nghttp2.
-  std::string out_;
-  size_t out_offset_ = 0;
+  // Outgoing bytes not yet taken by nghttp2, in order: chunks of the
+  // call's own (prefixes, small and compressed messages, copied in) and
+  // large messages held (sent from where protobuf serialized them).
+  struct OutChunk {
+    std::string own;
+    std::shared_ptr<const std::string> held;
+    size_t at = 0;  // bytes already taken
+    std::string_view rest() const {
+      return (held ? std::string_view(*held) : std::string_view(own)).substr(at);
+    }
+  };
+  absl::InlinedVector<OutChunk, 2> out_;
+  size_t out_bytes_ = 0;  // bytes in out_ not yet taken
   uint64_t sent_message_bytes_ = 0;
   EndObserver* end_observer_ = nullptr;
   bool writes_done_ = false;

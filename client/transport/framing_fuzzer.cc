@@ -18,6 +18,7 @@
 using ringrpc::transport::AppendFramedMessage;
 using ringrpc::transport::ReceivedMessage;
 using ringrpc::transport::MessageDecoder;
+using ringrpc::RecvBlock;
 
 namespace {
 void Check(bool ok, const char* what) {
@@ -31,7 +32,9 @@ void Check(bool ok, const char* what) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 2) return 0;
   const uint32_t limit = 1u + data[0] * 64u;  // 1 .. 16321 bytes
-  const size_t piece = 1u + data[1] % 32u;    // bytes per Feed
+  // Bytes per Feed: 1..32, or (high bit) 4096.. pieces that large bodies
+  // are kept as slices of.
+  const size_t piece = (data[1] & 0x80) != 0 ? 4096u + (data[1] & 0x7fu) * 64u : 1u + data[1] % 32u;
   std::string_view input(reinterpret_cast<const char*>(data) + 2, size - 2);
   MessageDecoder decoder(limit);
   std::string reframed;
@@ -39,12 +42,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   bool broken = false;
   for (size_t off = 0; off < input.size(); off += piece) {
     std::string_view chunk = input.substr(off, piece);
-    decoder.Feed(chunk);
+    // Odd sizes feed from a receive block (large bodies become slices).
+    RecvBlock::Ref block = RecvBlock::Make(std::vector<uint8_t>(chunk.begin(), chunk.end()));
+    if (piece % 2 == 1 || piece >= 4096) {
+      decoder.Feed(std::string_view(reinterpret_cast<const char*>(block->bytes().data()), chunk.size()),
+                   &block);
+    } else {
+      decoder.Feed(chunk);
+    }
     fed += chunk.size();
     while (std::optional<ReceivedMessage> m = decoder.Next()) {
       Check(!broken, "a message came out after an error");
       Check(m->bytes.size() <= limit, "a message over the limit came out");
-      AppendFramedMessage(reframed, m->bytes, m->compressed);
+      AppendFramedMessage(reframed, std::move(m->bytes).TakeString(), m->compressed);
     }
     if (!decoder.error().ok()) {
       Check(decoder.error().code() == absl::StatusCode::kResourceExhausted ||

@@ -2,7 +2,9 @@
 
 #include <new>
 
+#include <algorithm>
 #include <cctype>
+#include <cstring>
 #include <chrono>
 
 #include "absl/strings/escaping.h"
@@ -120,24 +122,17 @@ absl::StatusOr<std::string> DecodeBinaryHeader(std::string_view value) {
   return out;
 }
 
-void MessageDecoder::Feed(std::string_view bytes) {
-  if (!error_.ok()) return;
-  try {
-    buf_.append(bytes);
-  } catch (const std::bad_alloc&) {  // runs inside nghttp2's callbacks: no throw
-    error_ = absl::ResourceExhaustedError("out of memory buffering received bytes");
-    std::string().swap(buf_);
-    return;
-  }
-  Parse();
-}
-
-void MessageDecoder::Parse() {
+void MessageDecoder::Feed(std::string_view bytes, const RecvBlock::Ref* block) {
   size_t pos = 0;
-  while (error_.ok()) {
+  while (error_.ok() && pos < bytes.size()) {
     if (!in_body_) {
-      if (buf_.size() - pos < 5) break;
-      auto b = reinterpret_cast<const unsigned char*>(buf_.data() + pos);
+      const size_t take = std::min(5 - prefix_len_, bytes.size() - pos);
+      std::memcpy(prefix_ + prefix_len_, bytes.data() + pos, take);
+      prefix_len_ += take;
+      pos += take;
+      if (prefix_len_ < 5) break;
+      prefix_len_ = 0;
+      auto b = reinterpret_cast<const unsigned char*>(prefix_);
       if (b[0] > 1) {
         error_ = absl::InternalError(absl::StrCat("invalid gRPC message flag byte ", int(b[0])));
         break;
@@ -149,24 +144,27 @@ void MessageDecoder::Parse() {
             "received message larger than max (", len, " vs. ", max_, ")"));
         break;
       }
-      pos += 5;
       in_body_ = true;
       need_ = len;
-      current_.bytes.clear();
       current_.compressed = b[0] == 1;
       // What has arrived, not what the peer announces: a 4 GiB prefix
       // under an unlimited receive size must not allocate 4 GiB up front.
-      current_.bytes.reserve(std::min<size_t>(len, buf_.size() - pos));
+      current_.bytes.Reserve(std::min<size_t>(len, bytes.size() - pos));
     }
-    size_t take = std::min(need_, buf_.size() - pos);
+    const size_t take = std::min(need_, bytes.size() - pos);
     try {
-      current_.bytes.append(buf_, pos, take);
+      if (block != nullptr && take >= kShareMin) {
+        current_.bytes.AppendShared(bytes.data() + pos, take, *block);
+      } else {
+        current_.bytes.Append(bytes.substr(pos, take));
+      }
     } catch (const std::bad_alloc&) {
       // Out of memory (or address space) growing a message: the call ends
-      // with a status; nothing escapes into the user's code.
+      // with a status; nothing escapes into the user's code (this runs
+      // inside nghttp2's callbacks).
       error_ = absl::ResourceExhaustedError(absl::StrCat(
           "out of memory receiving a message of ", current_.bytes.size() + need_, " bytes"));
-      std::string().swap(current_.bytes);
+      current_ = ReceivedMessage();
       break;
     }
     pos += take;
@@ -178,7 +176,6 @@ void MessageDecoder::Parse() {
     ready_.push_back(std::move(current_));
     current_ = ReceivedMessage();
   }
-  buf_.erase(0, pos);
 }
 
 std::optional<ReceivedMessage> MessageDecoder::Next() {

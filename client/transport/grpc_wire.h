@@ -17,6 +17,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "base/byte_buffer.h"
 #include "base/time.h"
 
 namespace ringrpc::transport {
@@ -53,18 +54,26 @@ inline bool IsBinaryHeader(std::string_view key) {
 // One received message as it came: its bytes, and whether the prefix's
 // compressed flag was set (then they are in the response's grpc-encoding).
 struct ReceivedMessage {
-  std::string bytes;
+  ByteBuffer bytes;
   bool compressed = false;
 };
 
 // Splits a DATA stream into gRPC messages. The length prefix is checked
 // against the limit before anything is allocated for the message.
+//
+// No copy of large message bodies: a run of at least kShareMin body bytes
+// fed from a receive block is kept as a slice of that block. Shorter runs
+// (small messages, the ends of a frame split between two receives) are
+// copied: holding a 64 KiB block for a few bytes would cost more.
 class MessageDecoder {
  public:
+  static constexpr size_t kShareMin = kZeroCopyMin;
+
   explicit MessageDecoder(uint32_t max_message_size) : max_(max_message_size) {}
 
-  // Adds bytes. After an error, further bytes are ignored.
-  void Feed(std::string_view bytes);
+  // Adds bytes; with `block`, they live in it (and may be kept as a slice
+  // of it rather than copied). After an error, further bytes are ignored.
+  void Feed(std::string_view bytes, const RecvBlock::Ref* block = nullptr);
   // The next complete message, or nullopt if none (yet).
   std::optional<ReceivedMessage> Next();
   // RESOURCE_EXHAUSTED (over the limit) or INTERNAL (a flag byte other than
@@ -72,7 +81,7 @@ class MessageDecoder {
   const absl::Status& error() const { return error_; }
   // True when bytes of an unfinished message are buffered (a stream that
   // ends here ended mid-message).
-  bool partial() const { return !buf_.empty() || in_body_; }
+  bool partial() const { return prefix_len_ != 0 || in_body_; }
   // Wire bytes (prefix included) of the complete messages not yet taken by
   // Next(): what the reader has not consumed (flow control credits the rest).
   size_t ready_bytes() const { return ready_bytes_; }
@@ -80,10 +89,9 @@ class MessageDecoder {
   uint64_t message_bytes() const { return message_bytes_; }
 
  private:
-  void Parse();
-
   uint32_t max_;
-  std::string buf_;       // unparsed bytes
+  char prefix_[5];        // the next message's prefix, as far as it came
+  size_t prefix_len_ = 0;
   size_t need_ = 0;       // body bytes still missing for current_
   bool in_body_ = false;
   ReceivedMessage current_;

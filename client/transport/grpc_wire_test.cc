@@ -15,20 +15,51 @@ TEST(GrpcWire, FramingRoundTripsAcrossArbitraryChunking) {
   std::string wire;
   std::vector<std::string> msgs = {"", "a", std::string(70000, 'x'), "last"};
   for (auto& m : msgs) AppendFramedMessage(wire, m);
-  for (size_t chunk : {1, 3, 5, 4096, 1 << 20}) {
-    MessageDecoder d(1 << 20);
-    std::vector<std::string> got;
-    for (size_t i = 0; i < wire.size(); i += chunk) {
-      d.Feed(std::string_view(wire).substr(i, chunk));
-      while (auto m = d.Next()) {
-        EXPECT_FALSE(m->compressed);
-        got.push_back(m->bytes);
+  for (bool from_blocks : {false, true}) {
+    for (size_t chunk : {1, 3, 5, 4096, 5000, 1 << 20}) {
+      MessageDecoder d(1 << 20);
+      std::vector<std::string> got;
+      for (size_t i = 0; i < wire.size(); i += chunk) {
+        std::string_view piece = std::string_view(wire).substr(i, chunk);
+        // As the connection feeds it: the bytes live in a receive block.
+        RecvBlock::Ref block = RecvBlock::Make(std::vector<uint8_t>(piece.begin(), piece.end()));
+        if (from_blocks) {
+          d.Feed(std::string_view(reinterpret_cast<const char*>(block->bytes().data()), piece.size()),
+                 &block);
+        } else {
+          d.Feed(piece);
+        }
+        while (auto m = d.Next()) {
+          EXPECT_FALSE(m->compressed);
+          got.push_back(std::move(m->bytes).TakeString());
+        }
       }
+      EXPECT_EQ(got, msgs) << "chunk " << chunk << (from_blocks ? " from blocks" : "");
+      EXPECT_TRUE(d.error().ok());
+      EXPECT_FALSE(d.partial());
     }
-    EXPECT_EQ(got, msgs) << "chunk " << chunk;
-    EXPECT_TRUE(d.error().ok());
-    EXPECT_FALSE(d.partial());
   }
+}
+
+TEST(GrpcWire, LargeBodiesStayInTheirReceiveBlocksSmallOnesAreCopied) {
+  std::string wire;
+  AppendFramedMessage(wire, std::string(3 * MessageDecoder::kShareMin, 'x'));
+  AppendFramedMessage(wire, "small");
+  RecvBlock::Ref block = RecvBlock::Make(std::vector<uint8_t>(wire.begin(), wire.end()));
+  const char* base = reinterpret_cast<const char*>(block->bytes().data());
+  MessageDecoder d(1 << 20);
+  d.Feed(std::string_view(base, wire.size()), &block);
+  std::optional<ReceivedMessage> big = d.Next();
+  std::optional<ReceivedMessage> small = d.Next();
+  ASSERT_TRUE(big && small);
+  ASSERT_EQ(big->bytes.slices().size(), 1u);
+  EXPECT_EQ(big->bytes.slices()[0].data(), base + 5);  // the block's own bytes
+  EXPECT_EQ(big->bytes.size(), 3 * MessageDecoder::kShareMin);
+  EXPECT_FALSE(block->Unshared());  // the message holds the block
+  EXPECT_TRUE(small->bytes.flat());
+  EXPECT_EQ(std::move(small->bytes).TakeString(), "small");
+  big.reset();
+  EXPECT_TRUE(block->Unshared());  // released with the message
 }
 
 TEST(GrpcWire, LengthPrefixOverTheLimitIsRefusedBeforeAnyAllocation) {
@@ -51,9 +82,9 @@ TEST(GrpcWire, CompressedFlagIsCarriedWithTheMessage) {
   std::optional<ReceivedMessage> second = d.Next();
   ASSERT_TRUE(first && second);
   EXPECT_TRUE(first->compressed);
-  EXPECT_EQ(first->bytes, "zz");
+  EXPECT_EQ(std::move(first->bytes).TakeString(), "zz");
   EXPECT_FALSE(second->compressed);
-  EXPECT_EQ(second->bytes, "plain");
+  EXPECT_EQ(std::move(second->bytes).TakeString(), "plain");
 }
 
 TEST(GrpcWire, FlagByteOtherThanZeroOrOneIsInternal) {

@@ -8,6 +8,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "client/transport/grpc_wire.h"
+#include "client/transport/internal/send_batch.h"
 #include "client/transport/metadata.h"
 
 namespace ringrpc::transport {
@@ -26,6 +27,7 @@ void Http2Connection::Callbacks::Install(nghttp2_session_callbacks* cbs) {
   nghttp2_session_callbacks_set_on_stream_close_callback(cbs, OnStreamClose);
   nghttp2_session_callbacks_set_on_frame_send_callback(cbs, OnFrameSend);
   nghttp2_session_callbacks_set_error_callback2(cbs, OnError);
+  nghttp2_session_callbacks_set_send_data_callback(cbs, SendData);
 }
 
 Http2Connection* Http2Connection::Callbacks::Conn(void* user_data) {
@@ -255,8 +257,8 @@ int Http2Connection::Callbacks::OnDataChunk(nghttp2_session* s, uint8_t,
     conn->Credit(stream_id, len);  // nobody will read it
     return 0;
   }
-  call->decoder_.Feed(
-      std::string_view(reinterpret_cast<const char*>(data), len));
+  call->decoder_.Feed(std::string_view(reinterpret_cast<const char*>(data), len),
+                      conn->recv_block_ ? &conn->recv_block_ : nullptr);
   call->held_ += len;
   call->CreditConsumed();  // all but complete messages the reader has not taken
   if (!call->decoder_.error().ok()) {
@@ -327,8 +329,11 @@ int Http2Connection::Callbacks::OnFrameSend(nghttp2_session*,
   return 0;
 }
 
+// How much of the call's queue the next DATA frame takes; the bytes
+// themselves go into the write batch when nghttp2 sends the frame
+// (SendData: NO_COPY), never through nghttp2's own buffer.
 ssize_t Http2Connection::Callbacks::ReadData(nghttp2_session* s,
-                                             int32_t stream_id, uint8_t* buf,
+                                             int32_t stream_id, uint8_t*,
                                              size_t length, uint32_t* flags,
                                              nghttp2_data_source*, void*) {
   Call* call = CallOf(s, stream_id);
@@ -336,8 +341,7 @@ ssize_t Http2Connection::Callbacks::ReadData(nghttp2_session* s,
     *flags |= NGHTTP2_DATA_FLAG_EOF;
     return 0;
   }
-  size_t avail = call->out_.size() - call->out_offset_;
-  if (avail == 0) {
+  if (call->out_bytes_ == 0) {
     if (call->writes_done_) {
       *flags |= NGHTTP2_DATA_FLAG_EOF;
       return 0;
@@ -345,20 +349,34 @@ ssize_t Http2Connection::Callbacks::ReadData(nghttp2_session* s,
     call->data_deferred_ = true;
     return NGHTTP2_ERR_DEFERRED;
   }
-  size_t n = std::min(length, avail);
-  std::memcpy(buf, call->out_.data() + call->out_offset_, n);
-  call->out_offset_ += n;
-  if (call->out_offset_ == call->out_.size()) {
-    call->out_.clear();
-    call->out_offset_ = 0;
-    if (call->writes_done_) *flags |= NGHTTP2_DATA_FLAG_EOF;
-  } else if (call->out_offset_ > (1u << 20)) {
-    call->out_.erase(0, call->out_offset_);
-    call->out_offset_ = 0;
-  }
-  if (call->out_.size() - call->out_offset_ <= Call::kWriteHighWater)
-    call->write_event_.Set();
+  size_t n = std::min(length, call->out_bytes_);
+  *flags |= NGHTTP2_DATA_FLAG_NO_COPY;
+  if (n == call->out_bytes_ && call->writes_done_) *flags |= NGHTTP2_DATA_FLAG_EOF;
   return static_cast<ssize_t>(n);
+}
+
+// Called inside nghttp2_session_mem_send, in order with the bytes it
+// returns: the frame header, then the call's next `length` bytes.
+int Http2Connection::Callbacks::SendData(nghttp2_session* s, nghttp2_frame* frame,
+                                         const uint8_t* framehd, size_t length,
+                                         nghttp2_data_source*, void* user_data) {
+  SendBatch& batch = Conn(user_data)->batch_;
+  batch.Copy(framehd, 9);
+  const size_t padlen = frame->data.padlen;  // never set by ringrpc
+  if (padlen > 0) {
+    const uint8_t pad_length = static_cast<uint8_t>(padlen - 1);
+    batch.Copy(&pad_length, 1);
+  }
+  Call* call = CallOf(s, frame->hd.stream_id);
+  if (call != nullptr && call->out_bytes_ >= length) {
+    call->TakeOut(length, batch);
+  } else {
+    // Cannot happen (ReadData sized the frame from this queue); the frame
+    // is already committed, so it is filled rather than left short.
+    batch.Zeros(length);
+  }
+  if (padlen > 1) batch.Zeros(padlen - 1);
+  return 0;
 }
 
 }  // namespace ringrpc::transport

@@ -21,6 +21,8 @@ namespace ringrpc::transport {
 namespace {
 
 constexpr uint32_t kStreamWindow = 4u << 20;
+constexpr size_t kRecvBlockSize = 64 << 10;
+constexpr size_t kRecvBlocksKept = 4;
 constexpr int32_t kConnectionWindow = 16 << 20;
 
 nghttp2_nv Header(std::string_view name, std::string_view value) {
@@ -192,7 +194,12 @@ absl::Status Http2Connection::RecvError(int res) const {
 }
 
 Task<void> Http2Connection::ReadLoop() {
-  std::vector<uint8_t> buf(64 << 10);
+  // Messages may keep slices of a block: a block is refilled only once no
+  // message holds it. A few are kept for reuse (a medium-sized reply holds
+  // one until its caller parses it); when all are held, a fresh one is
+  // taken in place of the oldest, which its messages keep alive.
+  absl::InlinedVector<RecvBlock::Ref, kRecvBlocksKept> blocks;
+  size_t next_replaced = 0;
   for (;;) {
     if (std::exchange(quiesce_, false) && calls_.empty()) {
       // Going quiet for the reservoir: wait for readability without taking
@@ -206,17 +213,36 @@ Task<void> Http2Connection::ReadLoop() {
         co_return;
       }
     }
-    runtime::IoAwaitable recv = loop_->Recv(fd_, std::move(buf));
+    RecvBlock::Ref block;
+    for (const RecvBlock::Ref& b : blocks) {
+      if (b->Unshared()) {
+        block = b;
+        break;
+      }
+    }
+    if (!block) {
+      block = RecvBlock::Make(std::vector<uint8_t>(kRecvBlockSize));
+      if (blocks.size() < kRecvBlocksKept) {
+        blocks.push_back(block);
+      } else {
+        blocks[next_replaced] = block;
+        next_replaced = (next_replaced + 1) % kRecvBlocksKept;
+      }
+    }
+    runtime::IoAwaitable recv = loop_->Recv(fd_, std::move(block->bytes()));
     recv_op_ = recv.op();
     runtime::IoResult r = co_await recv;
     recv_op_ = nullptr;
-    buf = std::move(r.buf);
+    block->bytes() = std::move(r.buf);
     if (r.res == -ECANCELED) continue;  // TryQuiesce() interrupted it
     if (r.res <= 0) {
       Close(RecvError(r.res));
       co_return;
     }
-    if (absl::Status s = Receive(buf.data(), r.res); !s.ok()) {
+    if (tls_ == nullptr) recv_block_ = block;
+    absl::Status s = Receive(block->bytes().data(), r.res);
+    recv_block_ = RecvBlock::Ref();
+    if (!s.ok()) {
       Close(std::move(s));
       co_return;
     }
@@ -319,43 +345,59 @@ void Http2Connection::Start() {
 constexpr size_t kQuietSendMax = 16 << 10;
 
 Task<void> Http2Connection::WriteLoop() {
-  std::vector<uint8_t> out;
   for (;;) {
     co_await flush_event_->Wait();
     if (!closed_.ok()) continue;
-    out.clear();
+    batch_.Clear();
     for (;;) {
       const uint8_t* data = nullptr;
-      ssize_t n = nghttp2_session_mem_send(session_, &data);
+      ssize_t n = nghttp2_session_mem_send(session_, &data);  // may call SendData
       if (n < 0) {
         Close(absl::InternalError(absl::StrCat("nghttp2_session_mem_send: ",
                                                nghttp2_strerror(static_cast<int>(n)))));
         break;
       }
       if (n == 0) break;
-      out.insert(out.end(), data, data + n);
+      batch_.Copy(data, static_cast<size_t>(n));
     }
     if (tls_ != nullptr && closed_.ok()) {
-      if (absl::Status st = tls_->WritePlaintext(out.data(), out.size()); !st.ok()) {
+      absl::Status st;
+      for (const SendBatch::Piece& p : batch_.pieces) {
+        const uint8_t* at = p.held != nullptr ? reinterpret_cast<const uint8_t*>(p.held)
+                                              : batch_.bytes.data() + p.off;
+        st = tls_->WritePlaintext(at, p.len);
+        if (!st.ok()) break;
+      }
+      if (!st.ok()) {
         Close(std::move(st));
         continue;
       }
-      out.clear();
-      tls_->TakeCiphertext(&out);  // also what reading produced (key updates)
+      batch_.Clear();
+      tls_->TakeCiphertext(&batch_.bytes);  // also what reading produced (key updates)
+      batch_.pieces.push_back(SendBatch::Piece{nullptr, 0, batch_.bytes.size()});
     }
+    const size_t total = batch_.size();
     size_t off = 0;
-    while (off < out.size() && closed_.ok()) {
+    while (off < total && closed_.ok()) {
       writing_ = true;
-      runtime::IoAwaitable send = loop_->Send(fd_, std::move(out), off);
+      // Large messages ride along by reference: one gathered sendmsg. (The
+      // iovecs are made before the bytes move: they point into their heap
+      // storage, which the move keeps.)
+      std::vector<iovec> iov;
+      if (batch_.has_held()) iov = batch_.Iovecs(off);
+      runtime::IoAwaitable send =
+          batch_.has_held()
+              ? loop_->SendMsg(fd_, std::move(batch_.bytes), std::move(iov), batch_.keep)
+              : loop_->Send(fd_, std::move(batch_.bytes), off);
       send_op_ = send.op();
       // Quiet when all that is pending went into this (small) send and a
       // call awaits a reply: the reply, not the send, is what wakes us.
-      loop_->SetQuiet(send_op_, send_op_->buf.size() - off <= kQuietSendMax &&
-                                    !calls_.empty() && !nghttp2_session_want_write(session_));
+      loop_->SetQuiet(send_op_, total - off <= kQuietSendMax && !calls_.empty() &&
+                                    !nghttp2_session_want_write(session_));
       runtime::IoResult r = co_await send;
       send_op_ = nullptr;
       writing_ = false;
-      out = std::move(r.buf);
+      batch_.bytes = std::move(r.buf);
       ++stats_.sends;
       if (r.res < 0) {
         Close(absl::UnavailableError(absl::StrCat("send to ", address_.ToString(), ": ",
@@ -364,8 +406,9 @@ Task<void> Http2Connection::WriteLoop() {
       }
       off += r.res;
     }
-    if (batch_has_headers_ && !out.empty()) ++stats_.sends_with_headers;
+    if (batch_has_headers_ && total != 0) ++stats_.sends_with_headers;
     batch_has_headers_ = false;
+    batch_.keep.clear();  // the held messages' strings may go now
     if (!local_goaway_.ok()) Close(local_goaway_);
   }
 }

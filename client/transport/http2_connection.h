@@ -39,6 +39,7 @@
 #include "client/transport/address.h"
 #include "client/transport/call.h"
 #include "client/transport/grpc_wire.h"
+#include "client/transport/internal/send_batch.h"
 #include "client/transport/keepalive.h"
 #include "client/transport/tls.h"
 
@@ -222,6 +223,12 @@ class Http2Connection : public std::enable_shared_from_this<Http2Connection> {
   nghttp2_session* session_ = nullptr;
   std::unique_ptr<TlsSession> tls_;  // null: plaintext
   std::string plain_;                // decrypted bytes, reused
+  // What the write loop's pass is gathering (nghttp2's bytes and, via
+  // Callbacks::SendData, the DATA frames' payloads).
+  SendBatch batch_;
+  // The receive buffer being ingested (plaintext only): large message
+  // bodies are kept as slices of it rather than copied.
+  RecvBlock::Ref recv_block_;
   std::unordered_map<int32_t, Call*> calls_;
   absl::Status closed_;
   bool draining_ = false;

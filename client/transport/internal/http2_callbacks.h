@@ -44,6 +44,8 @@ struct Http2Connection::Callbacks {
   static ssize_t ReadData(nghttp2_session* s, int32_t stream_id, uint8_t* buf,
                           size_t length, uint32_t* flags, nghttp2_data_source*,
                           void*);
+  static int SendData(nghttp2_session* s, nghttp2_frame* frame, const uint8_t* framehd,
+                      size_t length, nghttp2_data_source* source, void* user_data);
 };
 
 }  // namespace ringrpc::transport
