@@ -18,6 +18,8 @@
 namespace ringrpc::transport {
 
 struct SendBatch {
+  // Linux's UIO_MAXIOV: a sendmsg with more iovecs fails with EMSGSIZE.
+  static constexpr size_t kMaxIovecs = 1024;
   // One run of the batch: bytes[off, off + len) when `held` is null, else
   // `len` bytes at `held` (inside a string that `keep` holds).
   struct Piece {
@@ -62,10 +64,12 @@ struct SendBatch {
     keep.clear();
   }
   // The pieces from byte `skip` on, as iovecs into `bytes` and the held
-  // strings.
-  std::vector<iovec> Iovecs(size_t skip) const {
+  // strings: at most `max` of them (the writer sends the rest with the
+  // next sendmsg).
+  std::vector<iovec> Iovecs(size_t skip, size_t max = kMaxIovecs) const {
     std::vector<iovec> out;
     for (const Piece& p : pieces) {
+      if (out.size() == max) break;
       if (skip >= p.len) {
         skip -= p.len;
         continue;
