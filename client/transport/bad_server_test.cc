@@ -36,13 +36,8 @@ class BadServerTest : public ::testing::Test {
   // Connects a plain socket to `server` and adopts it, skipping the wait
   // for SETTINGS, so the scripted bytes answer the call's stream 1.
   std::shared_ptr<Http2Connection> Adopt(const RawServer& server, ConnectionOptions o = {}) {
-    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(server.port());
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-    ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
+    int fd = ConnectNonBlocking(server.port());
+    EXPECT_GE(fd, 0);
     auto conn = Http2Connection::Adopt(*loop_, fd, *Address::Parse(server.address()), o);
     EXPECT_TRUE(conn.ok()) << conn.status();
     return *conn;

@@ -4,10 +4,7 @@
 // (more than one sendmsg's worth of iovecs) without loss.
 #include "client/transport/internal/send_batch.h"
 
-#include <fcntl.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 
 #include <chrono>
 #include <memory>
@@ -80,13 +77,8 @@ TEST(SendBatch, MegabytesOfHeldMessagesInOnePassAllArrive) {
   testing::RawServer server(Settings(0x4, 0x7fffffff) + WindowUpdate(0x7fffffff - 65535));
   auto loop = EventLoop::Create();
   ASSERT_TRUE(loop.ok()) << loop.status();
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(server.port());
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
+  int fd = testing::ConnectNonBlocking(server.port());
+  ASSERT_GE(fd, 0);
   auto conn = Http2Connection::Adopt(**loop, fd, *Address::Parse(server.address()), {});
   ASSERT_TRUE(conn.ok()) << conn.status();
   auto call = (*conn)->StartCall({.path = "/x.Y/Z"});

@@ -7,6 +7,7 @@
 #define RINGRPC_CLIENT_TRANSPORT_TESTING_RAW_SERVER_H_
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -114,6 +115,22 @@ inline std::string Data(uint32_t stream, std::string_view bytes, bool end_stream
 }
 
 inline std::string ServerSettings() { return Frame(kSettings, 0, 0, ""); }
+
+// A connected, non-blocking socket to 127.0.0.1:`port` (-1 on failure),
+// for Http2Connection::Adopt.
+inline int ConnectNonBlocking(int port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
+  return fd;
+}
 
 // ---- the server ---------------------------------------------------------------
 
