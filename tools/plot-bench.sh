@@ -26,16 +26,17 @@ series = collections.defaultdict(list)
 for r in rows:
     series[(r["size"], r["client"])].append((r["concurrency"], r["qps"], r["p99_us"]))
 sizes = sorted({s for s, _ in series})
-names = {"ringrpc": "ringrpc", "grpc1": "grpc++ 1 channel", "grpcK": "grpc++ K channels",
-         "tcp": "raw TCP ping-pong (1 in flight)"}
+names = {"ringrpc": "ringrpc (coroutine)", "ringrpc_cb": "ringrpc (callback)",
+         "ringrpc_sync": "ringrpc (blocking)", "grpc1": "grpc++ 1 channel",
+         "grpcK": "grpc++ K channels", "tcp": "raw TCP ping-pong (1 in flight)"}
 with open(sys.argv[2] + "/plot.gp", "w") as gp:
-    gp.write('set terminal pngcairo size 1200,800 font ",10"\n')
+    gp.write('set terminal pngcairo size %d,800 font ",10"\n' % (400 * max(3, len(sizes))))
     gp.write('set output "%s/out.png"\n' % sys.argv[2])
     gp.write("set multiplot layout 2,%d\nset logscale x 2\nset key top left\nset grid\n" % len(sizes))
     for metric, col, label in (("qps", 2, "calls/s"), ("p99", 3, "p99 latency, us")):
         for size in sizes:
             plots = []
-            for client in ("ringrpc", "grpc1", "grpcK", "tcp"):
+            for client in ("ringrpc", "ringrpc_cb", "ringrpc_sync", "grpc1", "grpcK", "tcp"):
                 pts = sorted(series.get((size, client), []))
                 if not pts:
                     continue
