@@ -22,7 +22,7 @@ namespace {
 
 constexpr uint32_t kStreamWindow = 4u << 20;
 constexpr size_t kRecvBlockSize = 64 << 10;
-constexpr size_t kRecvBlocksKept = 4;
+constexpr size_t kRecvBlocksKept = 4;  // recv_blocks_'s inline size
 constexpr int32_t kConnectionWindow = 16 << 20;
 
 nghttp2_nv Header(std::string_view name, std::string_view value) {
@@ -193,13 +193,21 @@ absl::Status Http2Connection::RecvError(int res) const {
                : absl::StrCat("recv from ", address_.ToString(), ": ", std::strerror(-res)));
 }
 
+RecvBlock::Ref Http2Connection::TakeRecvBlock() {
+  for (const RecvBlock::Ref& b : recv_blocks_) {
+    if (b->Unshared()) return b;
+  }
+  RecvBlock::Ref fresh = RecvBlock::Make(std::vector<uint8_t>(kRecvBlockSize));
+  if (recv_blocks_.size() < kRecvBlocksKept) {
+    recv_blocks_.push_back(fresh);
+  } else {
+    recv_blocks_[next_replaced_] = fresh;  // its messages keep the old one
+    next_replaced_ = (next_replaced_ + 1) % kRecvBlocksKept;
+  }
+  return fresh;
+}
+
 Task<void> Http2Connection::ReadLoop() {
-  // Messages may keep slices of a block: a block is refilled only once no
-  // message holds it. A few are kept for reuse (a medium-sized reply holds
-  // one until its caller parses it); when all are held, a fresh one is
-  // taken in place of the oldest, which its messages keep alive.
-  absl::InlinedVector<RecvBlock::Ref, kRecvBlocksKept> blocks;
-  size_t next_replaced = 0;
   for (;;) {
     if (std::exchange(quiesce_, false) && calls_.empty()) {
       // Going quiet for the reservoir: wait for readability without taking
@@ -213,22 +221,7 @@ Task<void> Http2Connection::ReadLoop() {
         co_return;
       }
     }
-    RecvBlock::Ref block;
-    for (const RecvBlock::Ref& b : blocks) {
-      if (b->Unshared()) {
-        block = b;
-        break;
-      }
-    }
-    if (!block) {
-      block = RecvBlock::Make(std::vector<uint8_t>(kRecvBlockSize));
-      if (blocks.size() < kRecvBlocksKept) {
-        blocks.push_back(block);
-      } else {
-        blocks[next_replaced] = block;
-        next_replaced = (next_replaced + 1) % kRecvBlocksKept;
-      }
-    }
+    RecvBlock::Ref block = TakeRecvBlock();
     runtime::IoAwaitable recv = loop_->Recv(fd_, std::move(block->bytes()));
     recv_op_ = recv.op();
     runtime::IoResult r = co_await recv;
@@ -239,10 +232,7 @@ Task<void> Http2Connection::ReadLoop() {
       Close(RecvError(r.res));
       co_return;
     }
-    if (tls_ == nullptr) recv_block_ = block;
-    absl::Status s = Receive(block->bytes().data(), r.res);
-    recv_block_ = RecvBlock::Ref();
-    if (!s.ok()) {
+    if (absl::Status s = Receive(block, r.res); !s.ok()) {
       Close(std::move(s));
       co_return;
     }
@@ -250,16 +240,27 @@ Task<void> Http2Connection::ReadLoop() {
   }
 }
 
-absl::Status Http2Connection::Receive(const uint8_t* data, size_t n) {
-  if (tls_ == nullptr) return Ingest(data, n);
-  tls_->FeedCiphertext(data, n);
-  plain_.clear();
-  bool closed = false;
-  absl::Status s = tls_->ReadPlaintext(&plain_, &closed);
-  if (s.ok() && !plain_.empty()) {
-    s = Ingest(reinterpret_cast<const uint8_t*>(plain_.data()), plain_.size());
+absl::Status Http2Connection::Receive(const RecvBlock::Ref& block, size_t n) {
+  if (tls_ == nullptr) return IngestBlock(block, n);
+  tls_->FeedCiphertext(block->bytes().data(), n);
+  // Decrypted straight into receive blocks, which messages may keep.
+  for (;;) {
+    RecvBlock::Ref plain = TakeRecvBlock();
+    size_t got = 0;
+    bool closed = false;
+    absl::Status s =
+        tls_->ReadPlaintext(plain->bytes().data(), plain->bytes().size(), &got, &closed);
+    if (s.ok() && got > 0) s = IngestBlock(plain, got);
+    if (!s.ok()) return s;
+    if (closed) return RecvError(0);
+    if (got < plain->bytes().size()) return absl::OkStatus();
   }
-  if (s.ok() && closed) s = RecvError(0);
+}
+
+absl::Status Http2Connection::IngestBlock(const RecvBlock::Ref& block, size_t n) {
+  recv_block_ = block;
+  absl::Status s = Ingest(block->bytes().data(), n);
+  recv_block_ = RecvBlock::Ref();
   return s;
 }
 
@@ -311,13 +312,13 @@ absl::StatusOr<std::shared_ptr<Http2Connection>> Http2Connection::Attach(
   conn->settings_event_.emplace(loop);
   // First whatever arrived while parked: PINGs, SETTINGS, a GOAWAY, EOF.
   absl::Status failed;
-  std::vector<uint8_t> buf(64 << 10);
   while (failed.ok()) {
-    ssize_t n = ::recv(conn->fd_, buf.data(), buf.size(), MSG_DONTWAIT);
+    RecvBlock::Ref block = conn->TakeRecvBlock();
+    ssize_t n = ::recv(conn->fd_, block->bytes().data(), block->bytes().size(), MSG_DONTWAIT);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
     failed = n <= 0 ? conn->RecvError(n < 0 ? -errno : 0)
-                    : conn->Receive(buf.data(), static_cast<size_t>(n));
+                    : conn->Receive(block, static_cast<size_t>(n));
   }
   if (conn->draining_) {  // the clearer cause, even if the socket closed after it
     failed = absl::UnavailableError(absl::StrCat(

@@ -222,20 +222,28 @@ class Http2Connection : public std::enable_shared_from_this<Http2Connection> {
   int fd_;
   nghttp2_session* session_ = nullptr;
   std::unique_ptr<TlsSession> tls_;  // null: plaintext
-  std::string plain_;                // decrypted bytes, reused
   // What the write loop's pass is gathering (nghttp2's bytes and, via
   // Callbacks::SendData, the DATA frames' payloads).
   SendBatch batch_;
-  // The receive buffer being ingested (plaintext only): large message
-  // bodies are kept as slices of it rather than copied.
+  // The receive block being ingested (plaintext: decrypted, for TLS):
+  // large message bodies are kept as slices of it rather than copied.
   RecvBlock::Ref recv_block_;
   std::unordered_map<int32_t, Call*> calls_;
   absl::Status closed_;
   bool draining_ = false;
   absl::Status distrust_reason_;
   void Lost(const absl::Status& why);  // runs on_lost_, once
-  // Bytes from the socket: through TLS (if any), then nghttp2.
-  absl::Status Receive(const uint8_t* data, size_t n);
+  // The first `n` bytes of `block`, from the socket: through TLS (if any,
+  // decrypted into other receive blocks), then nghttp2.
+  absl::Status Receive(const RecvBlock::Ref& block, size_t n);
+  // Plaintext bytes to nghttp2, with recv_block_ set to their block.
+  absl::Status IngestBlock(const RecvBlock::Ref& block, size_t n);
+  // A receive block no message holds (kRecvBlockSize bytes): one of those
+  // kept, or a fresh one kept in place of the oldest (a medium-sized reply
+  // holds its block until its caller parses it).
+  RecvBlock::Ref TakeRecvBlock();
+  absl::InlinedVector<RecvBlock::Ref, 4> recv_blocks_;
+  size_t next_replaced_ = 0;
   std::function<void(const absl::Status&)> on_lost_;
   uint32_t goaway_code_ = 0;
   std::string goaway_debug_;

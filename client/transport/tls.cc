@@ -1,5 +1,8 @@
 #include "client/transport/tls.h"
 
+#include <algorithm>
+#include <climits>
+
 #include <arpa/inet.h>
 #include <openssl/err.h>
 #include <openssl/pem.h>
@@ -153,13 +156,15 @@ void TlsSession::FeedCiphertext(const uint8_t* data, size_t n) {
   BIO_write(rbio_, data, static_cast<int>(n));  // a memory BIO takes it all
 }
 
-absl::Status TlsSession::ReadPlaintext(std::string* out, bool* closed) {
-  char buf[16 << 10];
-  for (;;) {
+absl::Status TlsSession::ReadPlaintext(uint8_t* buf, size_t cap, size_t* n, bool* closed) {
+  *n = 0;
+  while (*n < cap) {
     ERR_clear_error();
-    int rv = SSL_read(ssl_, buf, sizeof buf);
+    // Straight into the caller's buffer (a receive block): no copy after
+    // decryption.
+    int rv = SSL_read(ssl_, buf + *n, static_cast<int>(std::min<size_t>(cap - *n, INT_MAX)));
     if (rv > 0) {
-      out->append(buf, rv);
+      *n += static_cast<size_t>(rv);
       continue;
     }
     int e = SSL_get_error(ssl_, rv);
@@ -170,6 +175,7 @@ absl::Status TlsSession::ReadPlaintext(std::string* out, bool* closed) {
     }
     return Error("read", rv);
   }
+  return absl::OkStatus();
 }
 
 absl::Status TlsSession::WritePlaintext(const uint8_t* data, size_t n) {

@@ -60,9 +60,10 @@ class TlsSession {
   std::string alpn() const;
 
   void FeedCiphertext(const uint8_t* data, size_t n);
-  // Appends what the fed ciphertext decrypts to. UNAVAILABLE on a TLS
+  // Decrypts what was fed into `buf` (up to `cap` bytes; `*n` says how
+  // many): fewer than `cap` means all of it is out. UNAVAILABLE on a TLS
   // error; `closed` is set when the server sent close_notify.
-  absl::Status ReadPlaintext(std::string* out, bool* closed);
+  absl::Status ReadPlaintext(uint8_t* buf, size_t cap, size_t* n, bool* closed);
   absl::Status WritePlaintext(const uint8_t* data, size_t n);
   // Appends the ciphertext waiting to be sent.
   void TakeCiphertext(std::vector<uint8_t>* out);
