@@ -38,6 +38,7 @@ set(RINGRPC_SOURCES
   client/transport/keepalive.cc
   client/transport/metadata.cc
   client/transport/tls.cc
+  client/xds/bootstrap.cc
   pool/config.cc
   pool/metrics.cc
   pool/retire.cc
@@ -100,6 +101,7 @@ set(RINGRPC_HEADERS
   client/transport/tls.h
   client/typed_call.h
   client/write_options.h
+  client/xds/bootstrap.h
   pool/config.h
   pool/exchange.h
   pool/internal/shard.h
