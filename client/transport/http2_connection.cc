@@ -258,7 +258,10 @@ absl::Status Http2Connection::Receive(const RecvBlock::Ref& block, size_t n) {
 }
 
 absl::Status Http2Connection::IngestBlock(const RecvBlock::Ref& block, size_t n) {
-  recv_block_ = block;
+  // Only a well-filled block may be held by messages: a server trickling a
+  // large message a few KiB per receive would otherwise pin a 64 KiB block
+  // for each few KiB (those bytes are copied instead).
+  if (n >= kRecvBlockSize / 4) recv_block_ = block;
   absl::Status s = Ingest(block->bytes().data(), n);
   recv_block_ = RecvBlock::Ref();
   return s;
