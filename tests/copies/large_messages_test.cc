@@ -30,12 +30,20 @@ std::string RandomBytes(std::mt19937_64& rng, size_t n) {
   return s;
 }
 
-TEST(LargeMessages, EchoesFromManyThreadsComeBackIntact) {
-  auto server = ::ringrpc::testing::ServerProcess::Start();
-  ASSERT_TRUE(server.ok()) << server.status();
-  auto channel = ::ringrpc::CreateChannel((*server)->address(),
-                                          ::ringrpc::InsecureChannelCredentials());
-  auto stub = TestService::NewStub(channel);
+class LargeMessages : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto s = ::ringrpc::testing::ServerProcess::Start();
+    ASSERT_TRUE(s.ok()) << s.status();
+    server_ = std::move(*s);
+    stub_ = TestService::NewStub(
+        ::ringrpc::CreateChannel(server_->address(), ::ringrpc::InsecureChannelCredentials()));
+  }
+  std::unique_ptr<::ringrpc::testing::ServerProcess> server_;
+  std::unique_ptr<TestService::Stub> stub_;
+};
+
+TEST_F(LargeMessages, EchoesFromManyThreadsComeBackIntact) {
   constexpr int kThreads = 4, kCalls = 12;
   std::atomic<int> intact{0}, failed{0};
   std::vector<std::thread> threads;
@@ -49,7 +57,7 @@ TEST(LargeMessages, EchoesFromManyThreadsComeBackIntact) {
         req.set_payload(RandomBytes(rng, size));
         EchoResponse resp;
         ClientContext ctx;
-        Status s = stub->Unary(&ctx, req, &resp);
+        Status s = stub_->Unary(&ctx, req, &resp);
         if (!s.ok()) {
           ++failed;
           ADD_FAILURE() << s.ToString();
@@ -64,19 +72,14 @@ TEST(LargeMessages, EchoesFromManyThreadsComeBackIntact) {
   EXPECT_EQ(intact.load(), kThreads * kCalls);
 }
 
-TEST(LargeMessages, ABlockingServerStreamOfLargeMessagesIsReadWhole) {
-  auto server = ::ringrpc::testing::ServerProcess::Start();
-  ASSERT_TRUE(server.ok()) << server.status();
-  auto channel = ::ringrpc::CreateChannel((*server)->address(),
-                                          ::ringrpc::InsecureChannelCredentials());
-  auto stub = TestService::NewStub(channel);
+TEST_F(LargeMessages, ABlockingServerStreamOfLargeMessagesIsReadWhole) {
   constexpr int kMessages = 64;
   constexpr int kSize = 100000;
   EchoRequest req;
   req.set_count(kMessages);
   req.set_response_size(kSize);
   ClientContext ctx;
-  auto reader = stub->ServerStream(&ctx, req);
+  auto reader = stub_->ServerStream(&ctx, req);
   EchoResponse resp;
   int whole = 0, in_order = 0;
   while (reader->Read(&resp)) {
