@@ -39,6 +39,7 @@ set(RINGRPC_SOURCES
   client/transport/metadata.cc
   client/transport/tls.cc
   client/xds/bootstrap.cc
+  client/xds/xds_target.cc
   pool/config.cc
   pool/metrics.cc
   pool/retire.cc
@@ -102,6 +103,7 @@ set(RINGRPC_HEADERS
   client/typed_call.h
   client/write_options.h
   client/xds/bootstrap.h
+  client/xds/xds_target.h
   pool/config.h
   pool/exchange.h
   pool/internal/shard.h
