@@ -135,6 +135,9 @@ absl::StatusOr<Target> ParseTarget(std::string_view target) {
     if (t.ok()) t->dns_server = std::move(server);
     return t;
   }
+  if (target.substr(0, 4) == "xds:") {
+    return Bad(target, "xDS targets are not supported yet (docs/xds.md says what is there)");
+  }
   if (size_t scheme = target.find("://"); scheme != std::string_view::npos) {
     return Bad(target, absl::StrCat("unknown scheme \"", Printable(target.substr(0, scheme)),
                                     "\" (ringrpc knows dns, ipv4, ipv6, unix, unix-abstract)"));

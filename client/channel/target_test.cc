@@ -38,7 +38,8 @@ TEST(Target, MalformedTargetsSayWhy) {
   for (Case c : {Case{"", "empty"}, Case{"dns:///:80", "missing host"},
                  Case{"host:99999", "port out of range"}, Case{"host:abc", "not a number"},
                  Case{"ipv4:", "no addresses"}, Case{"ipv4:1.2.3.4:5,[::1]:6", "not an ipv4"},
-                 Case{"ipv6:1.2.3.4:5", "not an ipv6"}, Case{"xds:///svc", "unknown scheme"},
+                 Case{"ipv6:1.2.3.4:5", "not an ipv6"}, Case{"xds:///svc", "xDS targets are not supported yet"},
+                 Case{"foo:///svc", "unknown scheme"},
                  Case{"::1:80", "need [brackets]"}, Case{"unix:", "empty unix socket path"}}) {
     absl::StatusOr<Target> p = ParseTarget(c.target);
     ASSERT_FALSE(p.ok()) << c.target;
