@@ -135,7 +135,7 @@ absl::StatusOr<Target> ParseTarget(std::string_view target) {
     if (t.ok()) t->dns_server = std::move(server);
     return t;
   }
-  if (target.substr(0, 4) == "xds:") {
+  if (target.substr(0, 6) == "xds://") {  // ("xds:443" stays a host and port)
     return Bad(target, "xDS targets are not supported yet (docs/xds.md says what is there)");
   }
   if (size_t scheme = target.find("://"); scheme != std::string_view::npos) {

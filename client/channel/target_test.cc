@@ -30,6 +30,11 @@ TEST(Target, StaticForms) {
   EXPECT_EQ(ParseTarget("unix-abstract:svc")->addresses.at(0).ToString(), "unix-abstract:svc");
 }
 
+TEST(Target, AHostNamedXdsIsStillAHost) {
+  absl::StatusOr<Target> t = ParseTarget("xds:443");
+  ASSERT_TRUE(t.ok()) << t.status();
+}
+
 TEST(Target, MalformedTargetsSayWhy) {
   struct Case {
     const char* target;
