@@ -24,6 +24,15 @@ constexpr uint64_t kMsgRingSent = 3;  // our MSG_RING to another ring went
 constexpr uint64_t kCancelSent = 4;   // an async cancel we asked for ended
 constexpr uint64_t kMaxTag = 16;
 
+// The kernel unmaps a ring before a later mapping can reuse its address,
+// but liburing maps with raw system calls that ThreadSanitizer does not
+// see: to it, a new loop's ring at an old one's address, on another thread,
+// looks like a race with the old thread's accesses. Every loop bumps this
+// (release) after unmapping its ring and reads it (acquire) after mapping
+// one, which makes that order visible (and costs two atomic operations per
+// loop's life). event_loop_test LoopsOnSuccessiveThreads... shows it.
+std::atomic<uint64_t> rings_unmapped{0};
+
 class UringLoop final : public EventLoop {
  public:
   UringLoop() : EventLoop(Backend::kIoUring) {}
@@ -43,6 +52,7 @@ class UringLoop final : public EventLoop {
           absl::StrCat("io_uring_queue_init: ", std::strerror(-rc)));
     }
     ring_ok_ = true;
+    (void)rings_unmapped.load(std::memory_order_acquire);
     // What this kernel's io_uring can do: the operations every loop needs
     // (Linux 5.6+; without them the loop is refused and EventLoop::Create
     // falls back to epoll), and MSG_RING (5.18+; without it, or with
@@ -86,7 +96,10 @@ class UringLoop final : public EventLoop {
     for (int i = 0; i < 1000 && ops_in_flight() > 0; ++i) {
       Wait(std::chrono::milliseconds(10));
     }
-    if (ring_ok_) io_uring_queue_exit(&ring_);
+    if (ring_ok_) {
+      io_uring_queue_exit(&ring_);
+      rings_unmapped.fetch_add(1, std::memory_order_release);
+    }
     if (efd_ >= 0) ::close(efd_);
   }
 
