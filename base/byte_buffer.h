@@ -114,6 +114,8 @@ class ByteBuffer {
   }
   // True when the bytes are one string of the buffer's own.
   bool flat() const { return shared_.empty(); }
+  // Those bytes, when flat() (no slice list built).
+  std::string_view flat_bytes() const { return owned_; }
   // The bytes as one string: moved out if they are the buffer's own, else
   // copied together (the only copy; for callers that need a std::string).
   std::string TakeString() && {

@@ -72,7 +72,7 @@ class ByteBufferInputStream final : public google::protobuf::io::ZeroCopyInputSt
 // Parses `bytes` into `out`; false if they do not parse as it.
 inline bool ParseMessage(const ByteBuffer& bytes, google::protobuf::MessageLite* out) {
   if (bytes.flat() && bytes.size() <= size_t(INT_MAX)) {
-    std::string_view only = bytes.empty() ? std::string_view() : bytes.slices()[0];
+    std::string_view only = bytes.flat_bytes();
     return out->ParseFromArray(only.data(), static_cast<int>(only.size()));
   }
   ByteBufferInputStream in(bytes);

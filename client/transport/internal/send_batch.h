@@ -34,22 +34,22 @@ struct SendBatch {
 
   void Copy(const void* p, size_t n) {
     if (n == 0) return;
-    if (!pieces.empty() && pieces.back().held == nullptr) {
-      pieces.back().len += n;
-    } else {
-      pieces.push_back(Piece{nullptr, bytes.size(), n});
-    }
     auto* b = static_cast<const uint8_t*>(p);
     bytes.insert(bytes.end(), b, b + n);
+    Counted(n);
   }
   void Zeros(size_t n) {
     if (n == 0) return;
-    const size_t at = bytes.size();
-    bytes.resize(at + n);  // zero-filled
+    bytes.resize(bytes.size() + n);  // zero-filled
+    Counted(n);
+  }
+  // The last `n` bytes of `bytes` were just added: they join the last
+  // piece if it is the batch's own too.
+  void Counted(size_t n) {
     if (!pieces.empty() && pieces.back().held == nullptr) {
       pieces.back().len += n;
     } else {
-      pieces.push_back(Piece{nullptr, at, n});
+      pieces.push_back(Piece{nullptr, bytes.size() - n, n});
     }
   }
   void Hold(const std::shared_ptr<const std::string>& owner, std::string_view piece) {
