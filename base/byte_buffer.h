@@ -16,7 +16,7 @@
 //
 //   ByteBuffer b;
 //   b.AppendShared(data, n, block);  // transport: bytes that live in `block`
-//   for (std::string_view s : b.slices()) ...;
+//   for (size_t i = 0; i < b.slice_count(); ++i) use(b.slice(i));
 //   std::string flat = std::move(b).TakeString();  // one copy unless owned
 #ifndef RINGRPC_BASE_BYTE_BUFFER_H_
 #define RINGRPC_BASE_BYTE_BUFFER_H_
@@ -105,12 +105,15 @@ class ByteBuffer {
   // Reserves room for Append.
   void Reserve(size_t n) { owned_.reserve(n); }
 
-  // The bytes in order, as views valid while the buffer lives unchanged.
-  absl::InlinedVector<std::string_view, 4> slices() const {
-    absl::InlinedVector<std::string_view, 4> out;
-    if (!owned_.empty()) out.push_back(owned_);
-    for (const Slice& s : shared_) out.push_back(s.bytes);
-    return out;
+  // The bytes in order, as slice_count() views valid while the buffer
+  // lives unchanged: slice(0) .. slice(slice_count() - 1). No list is built.
+  size_t slice_count() const { return (owned_.empty() ? 0 : 1) + shared_.size(); }
+  std::string_view slice(size_t i) const {
+    if (!owned_.empty()) {
+      if (i == 0) return owned_;
+      --i;
+    }
+    return shared_[i].bytes;
   }
   // True when the bytes are one string of the buffer's own.
   bool flat() const { return shared_.empty(); }

@@ -17,7 +17,6 @@
 #include <cstdint>
 #include <string_view>
 
-#include "absl/container/inlined_vector.h"
 #include "base/byte_buffer.h"
 
 namespace ringrpc {
@@ -26,17 +25,19 @@ namespace ringrpc {
 // outlive the stream, unchanged.
 class ByteBufferInputStream final : public google::protobuf::io::ZeroCopyInputStream {
  public:
-  explicit ByteBufferInputStream(const ByteBuffer& bytes) : slices_(bytes.slices()) {}
+  explicit ByteBufferInputStream(const ByteBuffer& bytes)
+      : bytes_(bytes), n_(bytes.slice_count()) {}
 
   bool Next(const void** data, int* size) override {
-    while (i_ < slices_.size() && at_ == slices_[i_].size()) {
+    while (i_ < n_ && at_ == bytes_.slice(i_).size()) {
       ++i_;
       at_ = 0;
     }
-    if (i_ == slices_.size()) return false;
+    if (i_ == n_) return false;
     // A slice over INT_MAX bytes is handed out in pieces.
-    const size_t n = std::min<size_t>(slices_[i_].size() - at_, INT_MAX);
-    *data = slices_[i_].data() + at_;
+    const std::string_view s = bytes_.slice(i_);
+    const size_t n = std::min<size_t>(s.size() - at_, INT_MAX);
+    *data = s.data() + at_;
     *size = static_cast<int>(n);
     at_ += n;
     count_ += static_cast<int64_t>(n);
@@ -63,7 +64,8 @@ class ByteBufferInputStream final : public google::protobuf::io::ZeroCopyInputSt
   int64_t ByteCount() const override { return count_; }
 
  private:
-  absl::InlinedVector<std::string_view, 4> slices_;
+  const ByteBuffer& bytes_;
+  const size_t n_;  // its slice count
   size_t i_ = 0;   // the slice Next hands out from
   size_t at_ = 0;  // bytes of it handed out
   int64_t count_ = 0;

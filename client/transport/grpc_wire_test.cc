@@ -52,8 +52,8 @@ TEST(GrpcWire, LargeBodiesStayInTheirReceiveBlocksSmallOnesAreCopied) {
   std::optional<ReceivedMessage> big = d.Next();
   std::optional<ReceivedMessage> small = d.Next();
   ASSERT_TRUE(big && small);
-  ASSERT_EQ(big->bytes.slices().size(), 1u);
-  EXPECT_EQ(big->bytes.slices()[0].data(), base + 5);  // the block's own bytes
+  ASSERT_EQ(big->bytes.slice_count(), 1u);
+  EXPECT_EQ(big->bytes.slice(0).data(), base + 5);  // the block's own bytes
   EXPECT_EQ(big->bytes.size(), 3 * MessageDecoder::kShareMin);
   EXPECT_FALSE(block->Unshared());  // the message holds the block
   EXPECT_TRUE(small->bytes.flat());
