@@ -41,6 +41,13 @@
 #include <vector>
 
 #include "absl/strings/str_join.h"
+#include "envoy/config/cluster/v3/cluster.pb.h"
+#include "envoy/config/endpoint/v3/endpoint.pb.h"
+#include "envoy/config/listener/v3/listener.pb.h"
+#include "envoy/config/route/v3/route.pb.h"
+#include "envoy/extensions/clusters/aggregate/v3/cluster.pb.h"
+#include "envoy/extensions/filters/http/router/v3/router.pb.h"
+#include "envoy/extensions/filters/network/http_connection_manager/v3/http_connection_manager.pb.h"
 #include "envoy/service/discovery/v3/ads.grpc.pb.h"
 #include "envoy/service/discovery/v3/discovery.pb.h"
 #include "tests/server/serve.h"
@@ -49,6 +56,19 @@ namespace {
 
 using envoy::service::discovery::v3::DiscoveryRequest;
 using envoy::service::discovery::v3::DiscoveryResponse;
+
+// The types a snapshot's Anys may hold, linked in (and so in the generated
+// pool, where the JSON parser looks "@type" up).
+void LinkResourceTypes() {
+  (void)envoy::config::listener::v3::Listener::descriptor();
+  (void)envoy::extensions::filters::network::http_connection_manager::v3::HttpConnectionManager::
+      descriptor();
+  (void)envoy::extensions::filters::http::router::v3::Router::descriptor();
+  (void)envoy::config::route::v3::RouteConfiguration::descriptor();
+  (void)envoy::config::cluster::v3::Cluster::descriptor();
+  (void)envoy::extensions::clusters::aggregate::v3::ClusterConfig::descriptor();
+  (void)envoy::config::endpoint::v3::ClusterLoadAssignment::descriptor();
+}
 
 std::string ShortType(const std::string& url) { return url.substr(url.rfind('.') + 1); }
 bool IsWildcardType(const std::string& url) {
@@ -224,9 +244,10 @@ class Server final : public envoy::service::discovery::v3::AggregatedDiscoverySe
     struct stat st;
     if (::stat(path_.c_str(), &st) != 0) return;
     const int64_t mtime = int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
-    if (mtime == mtime_ && st.st_size == size_) return;
+    if (mtime == mtime_ && st.st_size == size_ && st.st_ino == ino_) return;
     mtime_ = mtime;
     size_ = st.st_size;
+    ino_ = st.st_ino;
     std::ifstream f(path_);
     std::string json((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
     DiscoveryResponse parsed;
@@ -253,6 +274,7 @@ class Server final : public envoy::service::discovery::v3::AggregatedDiscoverySe
   Log& log_;
   int64_t mtime_ = -1;  // watcher thread only
   int64_t size_ = -1;
+  ino_t ino_ = 0;
   std::mutex mu_;
   std::condition_variable cv_;
   Snapshot snapshot_;
@@ -278,6 +300,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "control_plane: --snapshot=FILE is required\n");
     return 2;
   }
+  LinkResourceTypes();
   Log log(Flag(argc, argv, "log", "/dev/stderr"));
   std::unique_ptr<Server> server;
   return ringrpc::testing::ServeUntilSigterm(
