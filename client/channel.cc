@@ -504,6 +504,20 @@ std::shared_ptr<Channel> experimental::CreateCustomChannelWithInterceptors(
   std::shared_ptr<Resolver> resolver;
   if (t->kind == channel::Target::Kind::kStatic) {
     resolver = std::make_shared<channel::StaticResolver>(t->addresses);
+  } else if (t->kind == channel::Target::Kind::kXds) {
+    ResolverFactory xds = FindResolverFactory("xds");
+    if (!xds) {
+      state->Fail(absl::InvalidArgumentError(absl::StrCat(
+          "target \"", target, "\": xds: targets need ringrpc's xDS resolver, which this program "
+          "does not link: link @ringrpc//client/xds:xds_resolver (Bazel only so far)")));
+      return channel;
+    }
+    absl::StatusOr<std::shared_ptr<Resolver>> r = xds(target);
+    if (!r.ok()) {
+      state->Fail(r.status());
+      return channel;
+    }
+    resolver = *std::move(r);
   } else {
     // Through an HTTP CONNECT proxy: DNS finds the proxy, and each
     // connection asks it for a tunnel to the target's name (as grpc++).

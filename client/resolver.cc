@@ -1,5 +1,6 @@
 #include "client/resolver.h"
 
+#include <map>
 #include <utility>
 
 namespace ringrpc {
@@ -34,6 +35,30 @@ void ManualResolver::PushResult(absl::StatusOr<ResolverResult> result) {
 void ManualResolver::Shutdown() {
   MutexLock lock(&mu_);
   listener_ = nullptr;
+}
+
+namespace {
+struct Factories {
+  Mutex mu;
+  std::map<std::string, ResolverFactory> by_scheme ABSL_GUARDED_BY(mu);
+};
+Factories& GlobalFactories() {
+  static Factories* f = new Factories();  // never destroyed: used from static initializers
+  return *f;
+}
+}  // namespace
+
+void RegisterResolverFactory(const std::string& scheme, ResolverFactory factory) {
+  Factories& f = GlobalFactories();
+  MutexLock lock(&f.mu);
+  f.by_scheme[scheme] = std::move(factory);
+}
+
+ResolverFactory FindResolverFactory(const std::string& scheme) {
+  Factories& f = GlobalFactories();
+  MutexLock lock(&f.mu);
+  auto it = f.by_scheme.find(scheme);
+  return it == f.by_scheme.end() ? ResolverFactory() : it->second;
 }
 
 }  // namespace ringrpc

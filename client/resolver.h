@@ -24,6 +24,7 @@
 #include <atomic>
 #include <cstddef>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <type_traits>
@@ -115,6 +116,16 @@ class ManualResolver final : public Resolver {
   std::optional<absl::StatusOr<ResolverResult>> pending_ ABSL_GUARDED_BY(mu_);  // pushed before Start
   std::atomic<int> reresolution_requests_{0};
 };
+
+// Resolvers for target schemes that live in libraries of their own: the
+// xDS resolver (client/xds) registers "xds" when it is linked, and
+// CreateChannel finds it for "xds:" targets. `target` is the whole target
+// as the channel got it. Registering a scheme twice keeps the last.
+using ResolverFactory =
+    std::function<absl::StatusOr<std::shared_ptr<Resolver>>(const std::string& target)>;
+void RegisterResolverFactory(const std::string& scheme, ResolverFactory factory);
+// The factory registered for `scheme`, or an empty function.
+ResolverFactory FindResolverFactory(const std::string& scheme);
 
 }  // namespace ringrpc
 

@@ -135,8 +135,21 @@ absl::StatusOr<Target> ParseTarget(std::string_view target) {
     if (t.ok()) t->dns_server = std::move(server);
     return t;
   }
-  if (target.substr(0, 6) == "xds://") {  // ("xds:443" stays a host and port)
-    return Bad(target, "xDS targets are not supported yet (docs/xds.md says what is there)");
+  // xds:///name, xds://authority/name, xds:name ("xds:443" stays a host
+  // and port).
+  if (target.substr(0, 4) == "xds:" &&
+      target.substr(4).find_first_not_of("0123456789") != std::string_view::npos) {
+    std::string_view name = target.substr(4);
+    if (name.substr(0, 2) == "//") {
+      const size_t slash = name.find('/', 2);
+      name = slash == std::string_view::npos ? std::string_view() : name.substr(slash + 1);
+    }
+    if (name.empty()) return Bad(target, "expected xds:///name or xds://authority/name");
+    Target t;
+    t.kind = Target::Kind::kXds;
+    t.xds_target = std::string(target);
+    t.authority = std::string(name);
+    return t;
   }
   if (size_t scheme = target.find("://"); scheme != std::string_view::npos) {
     return Bad(target, absl::StrCat("unknown scheme \"", Printable(target.substr(0, scheme)),

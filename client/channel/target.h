@@ -4,6 +4,7 @@
 //   ipv4:a.b.c.d:port[,a.b.c.d:port...]
 //   ipv6:[addr]:port[,[addr]:port...]
 //   unix:path, unix:///abs/path, unix-abstract:name
+//   xds:///name, xds://authority/name (resolved by client/xds, when linked)
 //
 // A malformed target is INVALID_ARGUMENT saying what is wrong.
 #ifndef RINGRPC_CLIENT_CHANNEL_TARGET_H_
@@ -19,7 +20,7 @@
 namespace ringrpc::channel {
 
 struct Target {
-  enum class Kind { kDns, kStatic };
+  enum class Kind { kDns, kStatic, kXds };
   Kind kind = Kind::kDns;
   // kDns: what to resolve.
   std::string host;
@@ -28,7 +29,10 @@ struct Target {
   std::string dns_server;
   // kStatic: the addresses themselves.
   std::vector<transport::Address> addresses;
-  // The :authority calls carry unless grpc.default_authority overrides it.
+  // kXds: the whole target, for the xDS resolver.
+  std::string xds_target;
+  // The :authority calls carry unless grpc.default_authority overrides it
+  // (for xds: the name after the authority, as gRFC A27).
   std::string authority;
 };
 

@@ -35,6 +35,21 @@ TEST(Target, AHostNamedXdsIsStillAHost) {
   ASSERT_TRUE(t.ok()) << t.status();
 }
 
+TEST(Target, XdsTargetsKeepTheTargetAndTakeTheNameAsAuthority) {
+  absl::StatusOr<Target> t = ParseTarget("xds:///greeter.example.com");
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->kind, Target::Kind::kXds);
+  EXPECT_EQ(t->xds_target, "xds:///greeter.example.com");
+  EXPECT_EQ(t->authority, "greeter.example.com");
+  t = ParseTarget("xds://authority.example/svc");
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->authority, "svc");
+  t = ParseTarget("xds:svc");
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->kind, Target::Kind::kXds);
+  EXPECT_EQ(t->authority, "svc");
+}
+
 TEST(Target, MalformedTargetsSayWhy) {
   struct Case {
     const char* target;
@@ -43,7 +58,7 @@ TEST(Target, MalformedTargetsSayWhy) {
   for (Case c : {Case{"", "empty"}, Case{"dns:///:80", "missing host"},
                  Case{"host:99999", "port out of range"}, Case{"host:abc", "not a number"},
                  Case{"ipv4:", "no addresses"}, Case{"ipv4:1.2.3.4:5,[::1]:6", "not an ipv4"},
-                 Case{"ipv6:1.2.3.4:5", "not an ipv6"}, Case{"xds:///svc", "xDS targets are not supported yet"},
+                 Case{"ipv6:1.2.3.4:5", "not an ipv6"}, Case{"xds:///", "expected xds:///name"},
                  Case{"foo:///svc", "unknown scheme"},
                  Case{"::1:80", "need [brackets]"}, Case{"unix:", "empty unix socket path"}}) {
     absl::StatusOr<Target> p = ParseTarget(c.target);

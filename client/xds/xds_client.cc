@@ -378,6 +378,8 @@ void XdsClient::Unwatch(ResourceType type, std::string name, std::shared_ptr<Xds
   });
 }
 
+void XdsClient::Post(std::function<void()> fn) { core_->Post(std::move(fn)); }
+
 const XdsBootstrap& XdsClient::bootstrap() const { return core_->bootstrap; }
 
 }  // namespace ringrpc::xds

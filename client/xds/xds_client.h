@@ -20,6 +20,7 @@
 #define RINGRPC_CLIENT_XDS_XDS_CLIENT_H_
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -75,6 +76,10 @@ class XdsClient {
 
   void Watch(ResourceType type, std::string name, std::shared_ptr<XdsWatcher> watcher);
   void Unwatch(ResourceType type, std::string name, std::shared_ptr<XdsWatcher> watcher);
+
+  // Runs `fn` on the client's thread, after every Watch and Unwatch made
+  // before it (code that must touch what its watchers touch).
+  void Post(std::function<void()> fn);
 
   const XdsBootstrap& bootstrap() const;
 

@@ -1,0 +1,47 @@
+// client/xds/xds_resolver.h — the resolver for "xds:" targets (gRFC A27):
+// the target's Listener, its routes, the cluster they lead to and that
+// cluster's endpoints, followed through the process's XdsClient and handed
+// to the channel as addresses plus a service config naming the cluster's
+// LB policy. Every EDS update is a resolver update, so it reaches the
+// per-thread pools through the channel's generation bump like any other.
+//
+// Linking this library (alwayslink) registers the "xds" scheme with
+// CreateChannel; a program that does not link it gets INVALID_ARGUMENT
+// naming the target to link.
+//
+// What it follows today (docs/xds.md has the table): routes that all lead
+// to one cluster (weighted clusters and routing by path or header to
+// several clusters are rejected with a message until the LB tree lands);
+// EDS clusters (aggregate and LOGICAL_DNS are rejected likewise); the
+// lowest priority that has endpoints, every HEALTHY/UNKNOWN endpoint of
+// its localities under the cluster's policy (round_robin or
+// least_request), locality weights not applied.
+#ifndef RINGRPC_CLIENT_XDS_XDS_RESOLVER_H_
+#define RINGRPC_CLIENT_XDS_XDS_RESOLVER_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "client/resolver.h"
+#include "client/xds/resources.h"
+
+namespace ringrpc::xds {
+
+class XdsClient;
+
+// The resolver for `target` ("xds:///name"), on the process's XdsClient
+// (the bootstrap from the environment). No bootstrap, or a bad one: the
+// error, which fails the channel's calls naming the variable or field.
+absl::StatusOr<std::shared_ptr<Resolver>> MakeXdsResolver(const std::string& target);
+// The same on a given client (tests).
+absl::StatusOr<std::shared_ptr<Resolver>> MakeXdsResolver(const std::string& target,
+                                                          std::shared_ptr<XdsClient> client);
+
+// A27's virtual host choice for `authority`: an exact domain, else the
+// longest "*suffix", else the longest "prefix*", else "*"; nullptr if none.
+const XdsVirtualHost* PickVirtualHost(const XdsRouteConfig& routes, const std::string& authority);
+
+}  // namespace ringrpc::xds
+
+#endif  // RINGRPC_CLIENT_XDS_XDS_RESOLVER_H_

@@ -1,0 +1,262 @@
+// xds:/// channels end to end (issue 18): real grpc++ backends
+// (tests/server/test_server), the test control plane serving a snapshot
+// this test rewrites, ringrpc's xDS resolver (linked: the "xds" scheme is
+// registered) between them.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <atomic>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "client/channel.h"
+#include "client/xds/xds_client.h"
+#include "client/xds/xds_resolver.h"
+#include "tests/proto/echo_test.ringrpc.pb.h"
+#include "tests/testing/server_process.h"
+#include "tests/xds/snapshot.h"
+
+namespace ringrpc {
+namespace {
+
+using namespace std::chrono_literals;
+using namespace ringrpc::testing::xds;
+using test::EchoRequest;
+using test::EchoResponse;
+using test::ringrpc::TestService;
+using testing::ServerProcess;
+
+std::unique_ptr<ServerProcess> Backend() {
+  auto s = ServerProcess::Start("127.0.0.1:0", "tests/server/test_server");
+  EXPECT_TRUE(s.ok()) << s.status();
+  return s.ok() ? std::move(*s) : nullptr;
+}
+
+// One unary call: the status, and the backend that served it.
+Status Call(TestService::Stub& stub, std::string* peer) {
+  ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + 10s);
+  EchoRequest req;
+  req.set_payload("x");
+  EchoResponse resp;
+  Status s = stub.Unary(&ctx, req, &resp);
+  if (peer != nullptr) *peer = ctx.peer();
+  return s;
+}
+
+class XdsChannelTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const char* tmp = std::getenv("TEST_TMPDIR");
+    const std::string dir = tmp != nullptr ? tmp : "/tmp";
+    snapshot_path_ = dir + "/snapshot.json";
+    log_path_ = dir + "/control_plane.log";
+    for (int i = 0; i < 4; ++i) backends_.push_back(Backend());
+    ASSERT_TRUE(Base("1", {0, 1}).WriteTo(snapshot_path_));
+    auto cp = ServerProcess::Start("127.0.0.1:0", "tests/xds/control_plane",
+                                   {"--snapshot=" + snapshot_path_, "--log=" + log_path_});
+    ASSERT_TRUE(cp.ok()) << cp.status();
+    control_plane_ = std::move(*cp);
+    bootstrap_ = absl::StrCat(R"({"xds_servers": [{"server_uri": ")", control_plane_->address(),
+                              R"(", "channel_creds": [{"type": "insecure"}]}], "node": {"id": "xds-channel-test"}})");
+  }
+
+  // The snapshot: Listener "greeter" -> routes -> cluster c1 -> the
+  // backends numbered `eps`.
+  Snapshot Base(const std::string& version, const std::vector<int>& eps) {
+    Locality l;
+    for (int i : eps) l.endpoints.push_back(backends_[i]->address());
+    Snapshot s(version);
+    s.Add(ListenerJson("greeter", "greeter-routes"))
+        .Add(RouteConfigJson("greeter-routes", {{"c1", 1}}))
+        .Add(ClusterJson("c1"))
+        .Add(EndpointsJson("c1", {l}));
+    return s;
+  }
+
+  // A channel to `target` on an XdsClient of the test's own (short timers).
+  std::shared_ptr<Channel> XdsChannel(const std::string& target) {
+    absl::StatusOr<xds::XdsBootstrap> b = xds::ParseXdsBootstrap(bootstrap_);
+    EXPECT_TRUE(b.ok()) << b.status();
+    xds::XdsClientOptions o;
+    o.resource_does_not_exist_timeout = 1s;
+    o.initial_backoff = 100ms;
+    o.max_backoff = 500ms;
+    auto client = xds::XdsClient::Create(*b, o);
+    EXPECT_TRUE(client.ok()) << client.status();
+    auto resolver = xds::MakeXdsResolver(target, *client);
+    EXPECT_TRUE(resolver.ok()) << resolver.status();
+    ChannelArguments args;
+    args.SetInt("ringrpc.cq_threads", 2);
+    return CreateChannelWithResolver(target.substr(target.rfind('/') + 1), *resolver, args);
+  }
+
+  std::string Log() const {
+    std::ifstream f(log_path_);
+    return std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+  }
+
+  std::vector<std::unique_ptr<ServerProcess>> backends_;
+  std::unique_ptr<ServerProcess> control_plane_;
+  std::string snapshot_path_, log_path_, bootstrap_;
+};
+
+TEST_F(XdsChannelTest, CreateChannelWithAnXdsTargetCallsTheEdsEndpoints) {
+  ASSERT_EQ(::setenv("GRPC_XDS_BOOTSTRAP_CONFIG", bootstrap_.c_str(), 1), 0);
+  auto stub = TestService::NewStub(CreateChannel("xds:///greeter", InsecureChannelCredentials()));
+  std::map<std::string, int> per_backend;
+  for (int i = 0; i < 200; ++i) {
+    std::string peer;
+    Status s = Call(*stub, &peer);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+    ++per_backend[peer];
+  }
+  ::unsetenv("GRPC_XDS_BOOTSTRAP_CONFIG");
+  // round_robin over both endpoints of c1, and nothing else.
+  ASSERT_EQ(per_backend.size(), 2u);
+  EXPECT_GT(per_backend[backends_[0]->address()], 50);
+  EXPECT_GT(per_backend[backends_[1]->address()], 50);
+  EXPECT_NE(Log().find("ACK ClusterLoadAssignment version=1"), std::string::npos) << Log();
+}
+
+TEST_F(XdsChannelTest, WithoutABootstrapCallsFailNamingTheVariables) {
+  ::unsetenv("GRPC_XDS_BOOTSTRAP");
+  ::unsetenv("GRPC_XDS_BOOTSTRAP_CONFIG");
+  auto stub = TestService::NewStub(CreateChannel("xds:///greeter", InsecureChannelCredentials()));
+  Status s = Call(*stub, nullptr);
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.error_message().find("GRPC_XDS_BOOTSTRAP"), std::string::npos) << s.error_message();
+}
+
+TEST_F(XdsChannelTest, AnEdsUpdateReplacesEveryEndpointUnderLoadWithNoFailedCall) {
+  auto stub = TestService::NewStub(XdsChannel("xds:///greeter"));
+  std::string peer;
+  ASSERT_TRUE(Call(*stub, &peer).ok());
+  std::atomic<bool> stop{false};
+  std::atomic<int> failed{0};
+  std::mutex mu;
+  std::vector<std::vector<std::string>> seen(4);  // per caller, in order
+  std::vector<std::thread> callers;
+  for (int t = 0; t < 4; ++t) {
+    callers.emplace_back([&, t] {
+      while (!stop.load()) {
+        std::string p;
+        Status s = Call(*stub, &p);
+        std::lock_guard<std::mutex> l(mu);
+        if (!s.ok()) {
+          ++failed;
+          ADD_FAILURE() << s.error_message();
+        }
+        seen[t].push_back(p);
+      }
+    });
+  }
+  std::this_thread::sleep_for(300ms);
+  ASSERT_TRUE(Base("2", {2, 3}).WriteTo(snapshot_path_));
+  const std::set<std::string> old_ones = {backends_[0]->address(), backends_[1]->address()};
+  const std::set<std::string> new_ones = {backends_[2]->address(), backends_[3]->address()};
+  // Until the new backends have served a while.
+  const auto end = std::chrono::steady_clock::now() + 20s;
+  while (std::chrono::steady_clock::now() < end) {
+    {
+      std::lock_guard<std::mutex> l(mu);
+      size_t after = 0;
+      for (const auto& s : seen) {
+        for (const std::string& p : s) after += new_ones.count(p);
+      }
+      if (after >= 200) break;
+    }
+    std::this_thread::sleep_for(20ms);
+  }
+  stop = true;
+  for (auto& c : callers) c.join();
+  EXPECT_EQ(failed.load(), 0);
+  size_t on_old = 0, on_new = 0, old_after_new = 0;
+  for (const auto& s : seen) {
+    bool switched = false;
+    for (const std::string& p : s) {
+      if (new_ones.count(p) != 0) {
+        switched = true;
+        ++on_new;
+      } else if (old_ones.count(p) != 0) {
+        ++on_old;
+        if (switched) ++old_after_new;
+      } else {
+        ADD_FAILURE() << "a call served by " << p;
+      }
+    }
+  }
+  std::printf("EDS swap under load: %zu calls on the old endpoints, %zu on the new, %zu to an old "
+              "one after that caller's first new one, %d failed\n",
+              on_old, on_new, old_after_new, failed.load());
+  EXPECT_GT(on_old, 0u);
+  EXPECT_GE(on_new, 200u);
+  EXPECT_EQ(old_after_new, 0u);
+}
+
+TEST_F(XdsChannelTest, CallsGoOnWithTheCachedConfigWhileTheControlPlaneIsDown) {
+  auto stub = TestService::NewStub(XdsChannel("xds:///greeter"));
+  ASSERT_TRUE(Call(*stub, nullptr).ok());
+  control_plane_->Kill();
+  std::this_thread::sleep_for(300ms);  // the stream has ended and retries meanwhile
+  for (int i = 0; i < 100; ++i) {
+    std::string peer;
+    Status s = Call(*stub, &peer);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+    EXPECT_TRUE(peer == backends_[0]->address() || peer == backends_[1]->address()) << peer;
+  }
+}
+
+TEST_F(XdsChannelTest, ANackedUpdateKeepsTheLastGoodEndpoints) {
+  auto stub = TestService::NewStub(XdsChannel("xds:///greeter"));
+  ASSERT_TRUE(Call(*stub, nullptr).ok());
+  Snapshot bad("2");
+  bad.Add(ListenerJson("greeter", "greeter-routes"))
+      .Add(RouteConfigJson("greeter-routes", {{"c1", 1}}))
+      .Add(ClusterJson("c1"))
+      .Add(EndpointsJson("c1", {{.endpoints = {"backend.example.com:80"}}}));  // not an IP: NACKed
+  ASSERT_TRUE(bad.WriteTo(snapshot_path_));
+  const auto end = std::chrono::steady_clock::now() + 20s;
+  while (Log().find("NACK ClusterLoadAssignment") == std::string::npos &&
+         std::chrono::steady_clock::now() < end) {
+    std::this_thread::sleep_for(10ms);
+  }
+  ASSERT_NE(Log().find("NACK ClusterLoadAssignment version=1"), std::string::npos) << Log();
+  for (int i = 0; i < 50; ++i) {
+    std::string peer;
+    ASSERT_TRUE(Call(*stub, &peer).ok());
+    EXPECT_TRUE(peer == backends_[0]->address() || peer == backends_[1]->address()) << peer;
+  }
+}
+
+TEST_F(XdsChannelTest, AMissingListenerFailsCallsUnavailableNamingIt) {
+  auto stub = TestService::NewStub(XdsChannel("xds:///no-such-service"));
+  Status s = Call(*stub, nullptr);
+  EXPECT_EQ(s.error_code(), StatusCode::UNAVAILABLE) << s.error_message();
+  EXPECT_NE(s.error_message().find("Listener \"no-such-service\" does not exist"), std::string::npos)
+      << s.error_message();
+}
+
+TEST_F(XdsChannelTest, RoutesToSeveralClustersAreRefusedSayingSo) {
+  Snapshot s("1");
+  Locality a{.endpoints = {backends_[0]->address()}}, b{.endpoints = {backends_[1]->address()}};
+  s.Add(ListenerJson("greeter", "greeter-routes"))
+      .Add(RouteConfigJson("greeter-routes", {{"a", 70}, {"b", 30}}))
+      .Add(ClusterJson("a"))
+      .Add(ClusterJson("b"))
+      .Add(EndpointsJson("a", {a}))
+      .Add(EndpointsJson("b", {b}));
+  ASSERT_TRUE(s.WriteTo(snapshot_path_));
+  auto stub = TestService::NewStub(XdsChannel("xds:///greeter"));
+  Status st = Call(*stub, nullptr);
+  EXPECT_EQ(st.error_code(), StatusCode::UNAVAILABLE) << st.error_message();
+  EXPECT_NE(st.error_message().find("to several clusters (a, b)"), std::string::npos) << st.error_message();
+}
+
+}  // namespace
+}  // namespace ringrpc
