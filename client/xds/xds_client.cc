@@ -118,7 +118,12 @@ struct XdsClient::Core : std::enable_shared_from_this<Core> {
       node->mutable_locality()->set_sub_zone(n.sub_zone);
       node->set_user_agent_name("ringrpc");
       node->add_client_features("envoy.lb.does_not_support_overprovisioning");
-      (void)google::protobuf::util::JsonStringToMessage(n.metadata_json, node->mutable_metadata());
+      // Only when there is some: an empty one is no field at all (and the
+      // well-known Struct's code lives in libprotobuf, which TSAN builds
+      // do not instrument: its allocations look like use after free).
+      if (n.metadata_json != "{}") {
+        (void)google::protobuf::util::JsonStringToMessage(n.metadata_json, node->mutable_metadata());
+      }
       node_sent = true;
     }
     if (nack != nullptr) {
