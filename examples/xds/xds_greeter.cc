@@ -8,11 +8,7 @@
 //
 //   bazel run //examples/xds:xds_greeter
 #include <grpcpp/grpcpp.h>
-#include <signal.h>
-#include <spawn.h>
 #include <stdlib.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
@@ -23,9 +19,8 @@
 #include "absl/strings/str_cat.h"
 #include "examples/helloworld/helloworld.grpc.pb.h"
 #include "examples/helloworld/helloworld.ringrpc.pb.h"
+#include "tests/testing/server_process.h"
 #include "tests/xds/snapshot.h"
-
-extern char** environ;
 
 namespace {
 
@@ -60,30 +55,6 @@ Snapshot Config(const std::string& version, int port) {
   return s;
 }
 
-// The control plane's port, read from its "LISTENING <port>" line.
-int StartControlPlane(const std::string& snapshot, pid_t* pid) {
-  int out[2];
-  if (::pipe(out) != 0) return 0;
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_adddup2(&fa, out[1], 1);
-  posix_spawn_file_actions_addclose(&fa, out[0]);
-  std::string bin = "tests/xds/control_plane", snap = "--snapshot=" + snapshot,
-              log = "--log=" + snapshot + ".log";
-  char* argv[] = {bin.data(), snap.data(), log.data(), nullptr};
-  const int rc = posix_spawn(pid, bin.c_str(), &fa, nullptr, argv, environ);
-  posix_spawn_file_actions_destroy(&fa);
-  ::close(out[1]);
-  int port = 0;
-  if (rc == 0) {
-    char buf[64] = {};
-    const ssize_t n = ::read(out[0], buf, sizeof buf - 1);
-    if (n > 0) std::sscanf(buf, "LISTENING %d", &port);
-  }
-  ::close(out[0]);
-  return port;
-}
-
 }  // namespace
 
 int main() {
@@ -94,12 +65,13 @@ int main() {
   const char* tmp = std::getenv("TEST_TMPDIR");
   const std::string snapshot = std::string(tmp != nullptr ? tmp : "/tmp") + "/xds_greeter_snapshot.json";
   Config("1", port1).WriteTo(snapshot);
-  pid_t cp = 0;
-  const int cp_port = StartControlPlane(snapshot, &cp);
-  if (s1 == nullptr || s2 == nullptr || cp_port == 0) {
+  auto cp = ringrpc::testing::ServerProcess::Start(
+      "127.0.0.1:0", "tests/xds/control_plane", {"--snapshot=" + snapshot, "--log=" + snapshot + ".log"});
+  if (s1 == nullptr || s2 == nullptr || !cp.ok()) {
     std::fprintf(stderr, "could not start the backends or the control plane\n");
     return 1;
   }
+  const int cp_port = (*cp)->port();
   const std::string bootstrap = absl::StrCat(
       R"({"xds_servers": [{"server_uri": "127.0.0.1:)", cp_port,
       R"(", "channel_creds": [{"type": "insecure"}]}], "node": {"id": "xds-greeter"}})");
@@ -134,8 +106,7 @@ int main() {
 
   std::printf("%s\n", ok ? "xds replies correct" : "SOME REPLIES WRONG");
   stub.reset();
-  ::kill(cp, SIGTERM);
-  ::waitpid(cp, nullptr, 0);
+  (*cp)->Terminate();
   s1->Shutdown();
   s2->Shutdown();
   return ok ? 0 : 1;
