@@ -197,7 +197,8 @@ struct XdsClient::Core : std::enable_shared_from_this<Core> {
   void OnResponse(const DiscoveryResponse& resp) {
     std::optional<ResourceType> type = TypeFromUrl(resp.type_url());
     if (!type) {
-      // Not asked for: NACKed without touching any cache (A27).
+      // A type the client never asks for: ignored, nothing cached.
+      std::fprintf(stderr, "ringrpc xDS: a response of unknown type %s; ignored\n", resp.type_url().c_str());
       return;
     }
     Type& t = types[*type];
