@@ -86,6 +86,7 @@ inline std::string EndpointsJson(const std::string& cluster, const std::vector<L
 class Snapshot {
  public:
   explicit Snapshot(std::string version) : version_(std::move(version)) {}
+  const std::string& version() const { return version_; }
   Snapshot& Add(std::string resource_json) {
     resources_.push_back(std::move(resource_json));
     return *this;

@@ -101,6 +101,27 @@ class XdsChannelTest : public ::testing::Test {
     return std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
   }
 
+  // Rewrites the snapshot and waits until the control plane has loaded it
+  // (it polls the file every 20 ms): a channel made after this never sees
+  // the one before.
+  void Serve(const Snapshot& s) {
+    const std::string loaded = "SNAPSHOT version=" + s.version();
+    const size_t before = Count(loaded);
+    ASSERT_TRUE(s.WriteTo(snapshot_path_));
+    const auto end = std::chrono::steady_clock::now() + 20s;
+    while (Count(loaded) == before && std::chrono::steady_clock::now() < end) {
+      std::this_thread::sleep_for(5ms);
+    }
+    ASSERT_GT(Count(loaded), before) << Log();
+  }
+
+  size_t Count(const std::string& line) const {
+    const std::string log = Log();
+    size_t n = 0;
+    for (size_t at = log.find(line); at != std::string::npos; at = log.find(line, at + 1)) ++n;
+    return n;
+  }
+
   std::vector<std::unique_ptr<ServerProcess>> backends_;
   std::unique_ptr<ServerProcess> control_plane_;
   std::string snapshot_path_, log_path_, bootstrap_;
@@ -251,7 +272,7 @@ TEST_F(XdsChannelTest, RoutesToSeveralClustersAreRefusedSayingSo) {
       .Add(ClusterJson("b"))
       .Add(EndpointsJson("a", {a}))
       .Add(EndpointsJson("b", {b}));
-  ASSERT_TRUE(s.WriteTo(snapshot_path_));
+  Serve(s);
   auto stub = TestService::NewStub(XdsChannel("xds:///greeter"));
   Status st = Call(*stub, nullptr);
   EXPECT_EQ(st.error_code(), StatusCode::UNAVAILABLE) << st.error_message();
