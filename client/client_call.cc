@@ -484,6 +484,10 @@ struct Attempt {
   bool wait_for_ready;  // the context's, else the service config's
   std::shared_ptr<CancelState> cancel;
   const bool* abandoned = nullptr;  // a hedged attempt the call no longer needs
+  // What the resolver's CallRouter (xDS routes) routes by, if it has one.
+  std::string_view method;
+  const transport::Metadata* metadata = nullptr;
+  std::string group;  // the route's answer for this round ("": the whole list)
   int number = 0;
   absl::Status last;  // the latest failure, for the message of the final one
   std::shared_ptr<Subchannel> sc;
@@ -543,7 +547,7 @@ Task<Step> OnLeaseFailed(Attempt& a, absl::Status error) {
   a.st.RequestReresolution();
   // The address just failed (its record is now TRANSIENT_FAILURE): like
   // gRPC's pickers, try another address before failing the call.
-  if (a.number < channel::kMaxRepicks && a.st.AnotherUsable(a.index, a.sc)) co_return Step::kAgain;
+  if (a.number < channel::kMaxRepicks && a.st.AnotherUsable(a.index, a.sc, a.group)) co_return Step::kAgain;
   if (!a.wait_for_ready || a.last.code() == absl::StatusCode::kFailedPrecondition) {
     co_return Fail(a, Status(StatusCode::UNAVAILABLE, std::string(a.last.message())));
   }
@@ -561,9 +565,14 @@ Task<Step> PickAndLease(Attempt& a) {
   // Read before picking: once set, the list the pick sees is the
   // resolver's answer (resolved_once is set after the list).
   const bool resolved = a.st.resolved_once();
-  a.sc = a.st.Pick(a.index);
+  // Routed again each round: a new resolver answer may have moved the
+  // groups (a channel without a router gets "" at the cost of a compare).
+  absl::StatusOr<std::string> group = a.st.Route(a.index, a.method, *a.metadata);
+  if (!group.ok()) co_return Fail(a, Status::FromAbsl(group.status()));
+  a.group = *std::move(group);
+  a.sc = a.st.Pick(a.index, a.group);
   if (a.sc == nullptr) {
-    a.last = a.st.NoPickError(a.index);
+    a.last = a.st.NoPickError(a.index, a.group);
     // Before the resolver's first answer, or a health check's, every call
     // waits (the channel is not failing, just starting); after a resolver
     // error, or with every address unhealthy, only wait_for_ready calls do.
@@ -586,7 +595,7 @@ Task<Step> PickAndLease(Attempt& a) {
       // Picked while another thread's dial was failing: another address
       // that is READY or connecting takes the call (a fail-fast call fails
       // only when there is none).
-      if (a.number < channel::kMaxRepicks && a.st.AnotherUsable(a.index, a.sc)) {
+      if (a.number < channel::kMaxRepicks && a.st.AnotherUsable(a.index, a.sc, a.group)) {
         co_return Step::kAgain;
       }
       if (!a.wait_for_ready) co_return Fail(a, Status::FromAbsl(backoff));
@@ -826,6 +835,8 @@ Task<std::unique_ptr<ClientCall>> CallOpener::OpenAttempt(
       co_return nullptr;
     }
   }
+  a.method = method;
+  a.metadata = &md;
   for (;; ++a.number) {
     switch (co_await PickAndLease(a)) {
       case Step::kAgain: continue;

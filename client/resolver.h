@@ -24,9 +24,11 @@
 #include <atomic>
 #include <cstddef>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -39,6 +41,28 @@ namespace ringrpc {
 
 using AddressList = std::vector<transport::Address>;
 
+// What a CallRouter sees of a call.
+struct CallRouteInfo {
+  std::string_view method;  // "/package.Service/Method"
+  // The call's metadata as it will be sent (after call credentials and
+  // interceptors), lower-case names.
+  const std::vector<std::pair<std::string, std::string>>& metadata;
+  uint64_t random;  // uniform over 64 bits, for weighted and fractional choices
+};
+
+// Per-call routing, as xDS's routes and weighted clusters need (gRPC's
+// "config selector"): each call, before it picks an address, is sent to
+// one named group of the resolver's addresses, and the channel's policy
+// picks within that group. Called on CQ threads, concurrently: const and
+// without locks.
+class CallRouter {
+ public:
+  virtual ~CallRouter() = default;
+  // The group the call goes to (a key of ResolverResult::groups), or the
+  // status the call fails with (UNAVAILABLE "no route matches ...").
+  virtual absl::StatusOr<std::string> Route(const CallRouteInfo& call) const = 0;
+};
+
 // What a resolver found: the addresses and, if it carries one, a service
 // config (JSON, as for grpc.service_config). No service config: the
 // channel's default applies.
@@ -49,6 +73,11 @@ struct ResolverResult {
   // TXT record that is not a list of choices); the channel treats it as an
   // invalid config (the last valid one is kept), saying this.
   absl::Status service_config_error;
+  // With a router: every call is routed to one of these groups, each a
+  // list of indexes into `addresses` (an address may be in several), and
+  // picks among that group's addresses only. Without: one group, all.
+  std::shared_ptr<const CallRouter> router;
+  std::map<std::string, std::vector<size_t>> groups;
 };
 
 // Where a resolver sends what it finds. Call it with an address list (or

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -190,6 +191,86 @@ TEST_F(ResolverConfigTest, HealthChecksFollowTheResolversConfig) {
   resolver_->PushResult(ResolverResult{Addresses(**checked), std::nullopt});
   s = Sleep(*ch, 0);
   EXPECT_TRUE(s.ok()) << s.error_message();
+}
+
+// Routes by a metadata value: "group: x" goes to group x, no header to
+// group "main"; "fail" fails the call.
+class HeaderRouter final : public CallRouter {
+ public:
+  absl::StatusOr<std::string> Route(const CallRouteInfo& call) const override {
+    for (const auto& [k, v] : call.metadata) {
+      if (k != "group") continue;
+      if (v == "fail") return absl::UnavailableError("routed nowhere");
+      return v;
+    }
+    return std::string("main");
+  }
+};
+
+TEST_F(ResolverConfigTest, ARouterSendsEachCallToItsGroupOfAddresses) {
+  auto second = testing::ServerProcess::Start();
+  ASSERT_TRUE(second.ok()) << second.status();
+  auto ch = Make();
+  AddressList both = Addresses(*server_);
+  both.push_back(Addresses(**second)[0]);
+  auto router = std::make_shared<HeaderRouter>();
+  resolver_->PushResult(ResolverResult{.addresses = both,
+                                       .service_config = R"({"loadBalancingConfig": [{"round_robin": {}}]})",
+                                       .router = router,
+                                       .groups = {{"main", {0}}, {"two", {1}}, {"both", {0, 1}}, {"none", {}}}});
+  auto stub = TestService::NewStub(ch);
+  auto call = [&](const std::string& group, std::string* peer) {
+    ClientContext ctx;
+    if (!group.empty()) ctx.AddMetadata("group", group);
+    EchoRequest req;
+    EchoResponse resp;
+    Status s = stub->Unary(&ctx, req, &resp);
+    *peer = ctx.peer();
+    return s;
+  };
+  const std::string one = server_->address(), two = (*second)->address();
+  std::map<std::string, int> on_both;
+  for (int i = 0; i < 20; ++i) {
+    std::string peer;
+    ASSERT_TRUE(call("", &peer).ok());
+    EXPECT_EQ(peer, one);
+    ASSERT_TRUE(call("two", &peer).ok());
+    EXPECT_EQ(peer, two);
+    ASSERT_TRUE(call("both", &peer).ok());
+    ++on_both[peer];
+  }
+  // round_robin within the group.
+  EXPECT_EQ(on_both[one], 10);
+  EXPECT_EQ(on_both[two], 10);
+  std::string peer;
+  Status s = call("fail", &peer);
+  EXPECT_EQ(s.error_code(), StatusCode::UNAVAILABLE);
+  EXPECT_EQ(s.error_message(), "routed nowhere");
+  s = call("none", &peer);
+  EXPECT_EQ(s.error_code(), StatusCode::UNAVAILABLE);
+  EXPECT_THAT(s.error_message(), HasSubstr("routed the call to \"none\", which has no addresses"));
+  s = call("unknown", &peer);
+  EXPECT_EQ(s.error_code(), StatusCode::UNAVAILABLE);
+  EXPECT_THAT(s.error_message(), HasSubstr("\"unknown\""));
+  // The same addresses, the groups swapped: the routing follows at once.
+  resolver_->PushResult(ResolverResult{.addresses = both,
+                                       .service_config = R"({"loadBalancingConfig": [{"round_robin": {}}]})",
+                                       .router = router,
+                                       .groups = {{"main", {1}}, {"two", {0}}}});
+  ASSERT_TRUE(call("", &peer).ok());
+  EXPECT_EQ(peer, two);
+  ASSERT_TRUE(call("two", &peer).ok());
+  EXPECT_EQ(peer, one);
+  // No router any more: every call to the whole list.
+  resolver_->PushResult(ResolverResult{.addresses = both,
+                                       .service_config = R"({"loadBalancingConfig": [{"round_robin": {}}]})"});
+  std::map<std::string, int> unrouted;
+  for (int i = 0; i < 10; ++i) {
+    ASSERT_TRUE(call("fail", &peer).ok());
+    ++unrouted[peer];
+  }
+  EXPECT_EQ(unrouted[one], 5);
+  EXPECT_EQ(unrouted[two], 5);
 }
 
 TEST(ResolverListener, TakesAddressOnlyFunctionsAndWholeResults) {

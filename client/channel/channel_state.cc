@@ -286,9 +286,13 @@ void ChannelState::OnResolverUpdate(absl::StatusOr<ResolverResult> result) {
                           : absl::OkStatus();
     std::set<std::string> now(names.begin(), names.end()), before;
     for (auto& sc : list_) before.insert(sc->record->name());
-    // Same set and same health checks: nothing to bump. Another health
-    // service: every address is attached again (checked the new way).
-    if (now == before && health == health_before) return;
+    // Same set and same health checks: nothing to bump but the routing, if
+    // that changed. Another health service: every address is attached
+    // again (checked the new way).
+    if (now == before && health == health_before) {
+      if (SetRouting(*result, names)) version_.fetch_add(1, std::memory_order_acq_rel);
+      return;
+    }
     first = list_.empty() && removed_.empty();
     for (size_t i = 0; i < update->size(); ++i) {
       auto it = std::find_if(list_.begin(), list_.end(),
@@ -317,6 +321,7 @@ void ChannelState::OnResolverUpdate(absl::StatusOr<ResolverResult> result) {
       return true;
     });
     for (auto& sc : gone) removed_.push_back(sc->pool);
+    SetRouting(*result, names);
     version_.fetch_add(1, std::memory_order_acq_rel);
   }
   if (first) return;
@@ -332,41 +337,100 @@ void ChannelState::OnResolverUpdate(absl::StatusOr<ResolverResult> result) {
   for (auto& sc : gone) SubchannelRegistry::Global().Detach(sc, *cq_, {listener_, watcher_});
 }
 
+bool ChannelState::SetRouting(const ResolverResult& result, const std::vector<std::string>& names) {
+  std::map<std::string, std::vector<std::shared_ptr<Subchannel>>, std::less<>> groups;
+  if (result.router != nullptr) {
+    for (const auto& [name, members] : result.groups) {
+      std::vector<std::shared_ptr<Subchannel>>& g = groups[name];
+      for (size_t i : members) {
+        if (i >= names.size()) continue;  // a resolver's slip: not an address
+        auto it = std::find_if(list_.begin(), list_.end(),
+                               [&](auto& sc) { return sc->record->name() == names[i]; });
+        if (it != list_.end() && std::find(g.begin(), g.end(), *it) == g.end()) g.push_back(*it);
+      }
+    }
+  }
+  if (result.router == router_ && groups == groups_) return false;
+  router_ = result.router;
+  groups_ = std::move(groups);
+  return true;
+}
+
 // ---- picking ---------------------------------------------------------------------------
 
-std::shared_ptr<Subchannel> ChannelState::Pick(size_t thread) {
-  PerThread& pt = per_thread_[thread];
-  uint64_t v = version_.load(std::memory_order_acquire);
-  if (pt.version != v) {
-    MutexLock lock(&mu_);
-    pt.list = list_;
-    pt.version = version_.load(std::memory_order_acquire);
+void ChannelState::Refresh(PerThread& pt) {
+  if (pt.version == version_.load(std::memory_order_acquire)) return;
+  MutexLock lock(&mu_);
+  pt.list = list_;
+  pt.router = router_;
+  // Each group keeps its cursor while it stays.
+  std::erase_if(pt.groups, [&](const auto& g) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return !groups_.contains(g.first);
+  });
+  for (const auto& [name, list] : groups_) {
+    auto [it, added] = pt.groups.try_emplace(name);
+    it->second.list = list;
+    if (added) it->second.picker = AddressPicker(pt.picker.policy(), pt.picker.choice_count(), pt.seed);
   }
+  pt.version = version_.load(std::memory_order_acquire);
+}
+
+const std::vector<std::shared_ptr<Subchannel>>& ChannelState::ListFor(const PerThread& pt,
+                                                                      std::string_view group) {
+  static const std::vector<std::shared_ptr<Subchannel>> kNone;
+  if (group.empty()) return pt.list;
+  auto it = pt.groups.find(group);
+  return it == pt.groups.end() ? kNone : it->second.list;
+}
+
+absl::StatusOr<std::string> ChannelState::Route(size_t thread, std::string_view method,
+                                                const transport::Metadata& metadata) {
+  PerThread& pt = per_thread_[thread];
+  Refresh(pt);
+  if (pt.router == nullptr) return std::string();
+  if (pt.route_rng == 0) pt.route_rng = pt.seed | 1;
+  pt.route_rng ^= pt.route_rng << 13;  // xorshift64
+  pt.route_rng ^= pt.route_rng >> 7;
+  pt.route_rng ^= pt.route_rng << 17;
+  return pt.router->Route(CallRouteInfo{.method = method, .metadata = metadata, .random = pt.route_rng});
+}
+
+std::shared_ptr<Subchannel> ChannelState::Pick(size_t thread, std::string_view group) {
+  PerThread& pt = per_thread_[thread];
+  Refresh(pt);
   // A resolver's service config may have changed the policy.
   const ActiveConfig& active = this->active();
   if (pt.picker.policy() != active.lb_policy || pt.picker.choice_count() != active.choice_count) {
     pt.picker = AddressPicker(active.lb_policy, active.choice_count, pt.seed);
+    for (auto& [name, g] : pt.groups) g.picker = AddressPicker(active.lb_policy, active.choice_count, pt.seed);
+  }
+  const std::vector<std::shared_ptr<Subchannel>>& list = ListFor(pt, group);
+  AddressPicker* picker = &pt.picker;
+  if (!group.empty()) {
+    auto it = pt.groups.find(group);
+    if (it == pt.groups.end()) return nullptr;
+    picker = &it->second.picker;
   }
   // With health checks, an address not answered SERVING is never picked.
   auto state_of = [&](size_t k) {
-    const Subchannel& sc = *pt.list[k];
+    const Subchannel& sc = *list[k];
     return sc.Healthy() ? sc.record->state() : ConnectivityState::kTransientFailure;
   };
   std::optional<size_t> i;
   if (active.lb_policy != LbPolicy::kLeastRequest) {
-    i = pt.picker.Pick(pt.list.size(), state_of);
+    i = picker->Pick(list.size(), state_of);
   } else if (config_.least_request_channel_wide) {
-    i = pt.picker.Pick(pt.list.size(), state_of, [&](size_t k) {
-      return pt.list[k]->outstanding.load(std::memory_order_relaxed);
+    i = picker->Pick(list.size(), state_of, [&](size_t k) {
+      return list[k]->outstanding.load(std::memory_order_relaxed);
     });
   } else {
-    i = pt.picker.Pick(pt.list.size(), state_of, [&](size_t k) -> uint32_t {
-      auto it = pt.outstanding.find(pt.list[k].get());
+    i = picker->Pick(list.size(), state_of, [&](size_t k) -> uint32_t {
+      auto it = pt.outstanding.find(list[k].get());
       return it == pt.outstanding.end() ? 0 : it->second;
     });
   }
-  if (!i || !pt.list[*i]->Healthy()) return nullptr;
-  return pt.list[*i];
+  if (!i || !list[*i]->Healthy()) return nullptr;
+  return list[*i];
 }
 
 void ChannelState::CallStarted(size_t thread, Subchannel* sc) {
@@ -388,8 +452,9 @@ void ChannelState::CallEnded(size_t thread, Subchannel* sc) {
   if (--it->second == 0) counts.erase(it);  // addresses that went leave no entry
 }
 
-bool ChannelState::AnotherUsable(size_t thread, const std::shared_ptr<Subchannel>& sc) const {
-  const std::vector<std::shared_ptr<Subchannel>>& list = per_thread_[thread].list;
+bool ChannelState::AnotherUsable(size_t thread, const std::shared_ptr<Subchannel>& sc,
+                                 std::string_view group) const {
+  const std::vector<std::shared_ptr<Subchannel>>& list = ListFor(per_thread_[thread], group);
   size_t except = std::find(list.begin(), list.end(), sc) - list.begin();
   return channel::AnotherUsable(list.size(), except, [&](size_t k) {
     return list[k]->Healthy() ? list[k]->record->state() : ConnectivityState::kTransientFailure;
@@ -403,8 +468,12 @@ bool ChannelState::HealthPending(size_t thread) const {
   return false;
 }
 
-absl::Status ChannelState::NoPickError(size_t thread) const {
-  const std::vector<std::shared_ptr<Subchannel>>& list = per_thread_[thread].list;
+absl::Status ChannelState::NoPickError(size_t thread, std::string_view group) const {
+  const std::vector<std::shared_ptr<Subchannel>>& list = ListFor(per_thread_[thread], group);
+  if (list.empty() && !group.empty()) {
+    return absl::UnavailableError(absl::StrCat("no address to call: the resolver routed the call to \"",
+                                               std::string(group), "\", which has no addresses"));
+  }
   const bool checked = std::any_of(list.begin(), list.end(),
                                    [](const auto& sc) { return sc->health != nullptr; });
   if (!checked) return NoAddressError();

@@ -30,9 +30,11 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -51,6 +53,7 @@
 #include "client/channel_arguments.h"
 #include "client/resolver.h"
 #include "client/runtime/cq_threads.h"
+#include "client/transport/metadata.h"
 #include "pool/metrics.h"
 
 namespace ringrpc::channel {
@@ -151,10 +154,17 @@ class ChannelState : public std::enable_shared_from_this<ChannelState> {
   // as a pool's live count may drop just after its event). Any thread but
   // the channel's own CQ threads.
   ConnectivityState WaitForStateOtherThan(ConnectivityState last, TimePoint until) const;
-  // CQ thread `thread` only. pick_first: the first READY address, else the
-  // first not failing, else the first. round_robin: the next address not
-  // in TRANSIENT_FAILURE from the thread's cursor. Null: no addresses.
-  std::shared_ptr<Subchannel> Pick(size_t thread);
+  // CQ thread `thread` only: the group of the resolver's addresses a call
+  // goes to (its CallRouter's answer; "" without one, every call to the
+  // whole list), or the status it fails with.
+  absl::StatusOr<std::string> Route(size_t thread, std::string_view method,
+                                    const transport::Metadata& metadata);
+  // CQ thread `thread` only, among the addresses of `group` (Route's
+  // answer; "" the whole list). pick_first: the first READY address, else
+  // the first not failing, else the first. round_robin: the next address
+  // not in TRANSIENT_FAILURE from the thread's cursor (one per group).
+  // Null: no addresses.
+  std::shared_ptr<Subchannel> Pick(size_t thread, std::string_view group = {});
   // least_request's count of a call on `sc` from CQ thread `thread` (that
   // thread only): started when the call has its stream, ended when the
   // call is destroyed; called only for calls under least_request.
@@ -162,12 +172,13 @@ class ChannelState : public std::enable_shared_from_this<ChannelState> {
   void CallEnded(size_t thread, Subchannel* sc);
   // CQ thread `thread` only: its list has an address other than `sc` that
   // is not in TRANSIENT_FAILURE.
-  bool AnotherUsable(size_t thread, const std::shared_ptr<Subchannel>& sc) const;
+  bool AnotherUsable(size_t thread, const std::shared_ptr<Subchannel>& sc,
+                     std::string_view group = {}) const;
   // UNAVAILABLE naming why there is no address (the resolver's error).
   absl::Status NoAddressError() const;
   // CQ thread `thread` only, after Pick found nothing: UNAVAILABLE naming
   // why (no address, or none healthy).
-  absl::Status NoPickError(size_t thread) const;
+  absl::Status NoPickError(size_t thread, std::string_view group = {}) const;
   // CQ thread `thread` only: some address of its list waits for its first
   // health check answer (A17's CONNECTING: calls wait rather than fail).
   bool HealthPending(size_t thread) const;
@@ -215,6 +226,10 @@ class ChannelState : public std::enable_shared_from_this<ChannelState> {
 
   mutable Mutex mu_;
   std::vector<std::shared_ptr<Subchannel>> list_ ABSL_GUARDED_BY(mu_);  // resolver order
+  // The resolver's per-call routing (ResolverResult::router, groups).
+  std::shared_ptr<const CallRouter> router_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, std::vector<std::shared_ptr<Subchannel>>, std::less<>> groups_
+      ABSL_GUARDED_BY(mu_);
   std::vector<SubchannelPool> removed_ ABSL_GUARDED_BY(mu_);  // addresses gone, draining
   pool::PoolMetrics gone_metrics_ ABSL_GUARDED_BY(mu_);  // removed ones already dropped
   absl::Status resolver_error_ ABSL_GUARDED_BY(mu_) =
@@ -261,18 +276,35 @@ class ChannelState : public std::enable_shared_from_this<ChannelState> {
   // before and after.
   void ApplyResolverConfig(const ResolverResult& result)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The result's router and groups (of `names`, its addresses as strings)
+  // over list_; true if they changed.
+  bool SetRouting(const ResolverResult& result, const std::vector<std::string>& names)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // Each CQ thread's view of the list and its round-robin cursor; touched
   // only by that thread.
+  struct Group {
+    std::vector<std::shared_ptr<Subchannel>> list;
+    AddressPicker picker{LbPolicy::kPickFirst};
+  };
   struct alignas(64) PerThread {
     uint64_t version = ~uint64_t{0};
     std::vector<std::shared_ptr<Subchannel>> list;
     AddressPicker picker{LbPolicy::kPickFirst};  // the policy in force (active())
     uint64_t seed = 0;                           // the picker's, kept for a new policy
+    std::shared_ptr<const CallRouter> router;
+    std::map<std::string, Group, std::less<>> groups;
+    uint64_t route_rng = 0;  // xorshift state for CallRouteInfo::random
     // least_request (thread scope): this thread's calls per address.
     absl::flat_hash_map<const Subchannel*, uint32_t> outstanding;
   };
   std::vector<PerThread> per_thread_;
+  // CQ thread `pt`'s own: its copy of the list, groups and router brought
+  // up to the current version.
+  void Refresh(PerThread& pt);
+  // The addresses `group` names in `pt` ("" or unknown: the whole list).
+  static const std::vector<std::shared_ptr<Subchannel>>& ListFor(const PerThread& pt,
+                                                                 std::string_view group);
 };
 
 }  // namespace ringrpc::channel

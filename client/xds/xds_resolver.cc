@@ -14,6 +14,7 @@
 #include "absl/strings/str_join.h"
 #include "base/mutex.h"
 #include "client/xds/xds_client.h"
+#include "client/xds/xds_router.h"
 #include "client/xds/xds_target.h"
 
 namespace ringrpc::xds {
@@ -37,6 +38,19 @@ DomainMatch Match(const std::string& pattern_in, const std::string& host_in) {
   return pattern == host ? DomainMatch::kExact : DomainMatch::kNone;
 }
 
+// Every call fails with one status (the Listener or its routes are
+// missing or unusable).
+class FailingRouter final : public CallRouter {
+ public:
+  explicit FailingRouter(std::string why) : why_(std::move(why)) {}
+  absl::StatusOr<std::string> Route(const CallRouteInfo&) const override {
+    return absl::UnavailableError(why_);
+  }
+
+ private:
+  const std::string why_;
+};
+
 class XdsResolverImpl final : public Resolver, public std::enable_shared_from_this<XdsResolverImpl> {
  public:
   XdsResolverImpl(std::string listener_name, std::string authority, std::shared_ptr<XdsClient> client)
@@ -48,7 +62,7 @@ class XdsResolverImpl final : public Resolver, public std::enable_shared_from_th
       listener_ = std::move(listener);
     }
     std::shared_ptr<XdsResolverImpl> self = shared_from_this();
-    client_->Post([self] { self->Watch(ResourceType::kListener, self->listener_name_); });
+    client_->Post([self] { self->Watch(self->listener_watch_, ResourceType::kListener, self->listener_name_, ""); });
   }
 
   void Shutdown() override {
@@ -57,19 +71,24 @@ class XdsResolverImpl final : public Resolver, public std::enable_shared_from_th
       listener_ = nullptr;
     }
     std::shared_ptr<XdsResolverImpl> self = shared_from_this();
-    client_->Post([self] { self->UnwatchFrom(ResourceType::kListener); });
+    client_->Post([self] {
+      self->Unwatch(self->listener_watch_);
+      self->DropRoutes();
+    });
   }
 
  private:
-  // Forwards one resource's events to the resolver (on the client's thread).
+  // Forwards one resource's events to the resolver (on the client's
+  // thread). `cluster`: the cluster a CDS or EDS watch is for.
   class Link final : public XdsWatcher {
    public:
-    Link(std::weak_ptr<XdsResolverImpl> r, ResourceType type) : r_(std::move(r)), type_(type) {}
+    Link(std::weak_ptr<XdsResolverImpl> r, ResourceType type, std::string cluster)
+        : r_(std::move(r)), type_(type), cluster_(std::move(cluster)) {}
     void OnUpdate(std::shared_ptr<const XdsResource> res) override {
-      if (auto r = r_.lock()) r->OnUpdate(type_, *res);
+      if (auto r = r_.lock()) r->OnUpdate(type_, cluster_, *res);
     }
     void OnDoesNotExist() override {
-      if (auto r = r_.lock()) r->OnDoesNotExist(type_);
+      if (auto r = r_.lock()) r->OnDoesNotExist(type_, cluster_);
     }
     void OnError(absl::Status s) override {
       if (auto r = r_.lock()) r->OnError(std::move(s));
@@ -78,43 +97,57 @@ class XdsResolverImpl final : public Resolver, public std::enable_shared_from_th
    private:
     std::weak_ptr<XdsResolverImpl> r_;
     ResourceType type_;
+    std::string cluster_;
   };
 
   struct Watched {
-    std::string name;  // empty: nothing watched at this step
+    ResourceType type = ResourceType::kListener;
+    std::string name;  // empty: nothing watched
     std::shared_ptr<Link> link;
   };
 
-  static size_t Index(ResourceType t) { return static_cast<size_t>(t); }
+  // One cluster some route leads to: its CDS and EDS watches and what they
+  // said. Settled once it has endpoints or a failure.
+  struct ClusterState {
+    Watched cds, eds;
+    std::optional<XdsCluster> cluster;
+    std::optional<AddressList> endpoints;  // never empty
+    std::string failure;                   // set: calls routed here fail with it
+    bool settled() const { return endpoints.has_value() || !failure.empty(); }
+  };
 
-  // Watches `name` at step `type` (replacing what that step watched, and
-  // dropping every later step).
-  void Watch(ResourceType type, const std::string& name) {
-    Watched& w = chain_[Index(type)];
-    if (w.name == name && w.link != nullptr) return;
-    UnwatchFrom(type);
-    w.name = name;
-    w.link = std::make_shared<Link>(weak_from_this(), type);
+  // Watches `name` of `type` in `w` (replacing what `w` watched).
+  void Watch(Watched& w, ResourceType type, const std::string& name, const std::string& cluster) {
+    if (w.link != nullptr && w.type == type && w.name == name) return;
+    Unwatch(w);
+    w = Watched{.type = type, .name = name, .link = std::make_shared<Link>(weak_from_this(), type, cluster)};
     client_->Watch(type, name, w.link);
   }
 
-  void UnwatchFrom(ResourceType type) {
-    for (size_t i = Index(type); i < chain_.size(); ++i) {
-      if (chain_[i].link != nullptr) client_->Unwatch(static_cast<ResourceType>(i), chain_[i].name, chain_[i].link);
-      chain_[i] = Watched{};
-    }
-    if (Index(type) <= Index(ResourceType::kCluster)) lb_config_.clear();
+  void Unwatch(Watched& w) {
+    if (w.link != nullptr) client_->Unwatch(w.type, w.name, w.link);
+    w = Watched{};
   }
 
-  void OnUpdate(ResourceType type, const XdsResource& r) {
+  void DropRoutes() {
+    Unwatch(routes_watch_);
+    routes_.reset();
+    for (auto& [name, c] : clusters_) {
+      Unwatch(c.cds);
+      Unwatch(c.eds);
+    }
+    clusters_.clear();
+  }
+
+  void OnUpdate(ResourceType type, const std::string& cluster, const XdsResource& r) {
     switch (type) {
       case ResourceType::kListener: {
         const XdsListener& l = std::get<XdsListener>(r);
         if (l.inline_routes) {
-          UnwatchFrom(ResourceType::kRouteConfig);
+          Unwatch(routes_watch_);
           OnRoutes(*l.inline_routes);
         } else {
-          Watch(ResourceType::kRouteConfig, l.rds_name);
+          Watch(routes_watch_, ResourceType::kRouteConfig, l.rds_name, "");
         }
         return;
       }
@@ -122,10 +155,10 @@ class XdsResolverImpl final : public Resolver, public std::enable_shared_from_th
         OnRoutes(std::get<XdsRouteConfig>(r));
         return;
       case ResourceType::kCluster:
-        OnCluster(std::get<XdsCluster>(r));
+        OnCluster(cluster, std::get<XdsCluster>(r));
         return;
       case ResourceType::kEndpoints:
-        OnEndpoints(std::get<XdsEndpoints>(r));
+        OnEndpoints(cluster, std::get<XdsEndpoints>(r));
         return;
     }
   }
@@ -136,37 +169,49 @@ class XdsResolverImpl final : public Resolver, public std::enable_shared_from_th
       return Fail(absl::StrCat("xDS: RouteConfiguration \"", rc.name, "\" has no virtual host for \"",
                                authority_, "\""));
     }
-    std::set<std::string> clusters;
+    routes_ = Routes{.config = rc.name, .routes = vh->routes};
+    std::set<std::string> wanted;
     for (const XdsRoute& route : vh->routes) {
-      for (const XdsRoute::WeightedCluster& c : route.clusters) clusters.insert(c.name);
+      for (const XdsRoute::WeightedCluster& c : route.clusters) wanted.insert(c.name);
     }
-    if (clusters.empty()) {
-      return Fail(absl::StrCat("xDS: RouteConfiguration \"", rc.name, "\": the virtual host for \"",
-                               authority_, "\" has no route to a cluster"));
+    for (auto it = clusters_.begin(); it != clusters_.end();) {
+      if (wanted.contains(it->first)) {
+        ++it;
+        continue;
+      }
+      Unwatch(it->second.cds);
+      Unwatch(it->second.eds);
+      it = clusters_.erase(it);
     }
-    if (clusters.size() > 1) {
-      return Fail(absl::StrCat("xDS: RouteConfiguration \"", rc.name, "\" routes \"", authority_,
-                               "\" to several clusters (", absl::StrJoin(clusters, ", "),
-                               "): weighted clusters and per-route clusters are not supported yet"));
+    for (const std::string& name : wanted) {
+      auto [it, added] = clusters_.try_emplace(name);
+      if (added) Watch(it->second.cds, ResourceType::kCluster, name, name);
     }
-    Watch(ResourceType::kCluster, *clusters.begin());
+    MaybePublish();
   }
 
-  void OnCluster(const XdsCluster& c) {
+  void OnCluster(const std::string& name, const XdsCluster& c) {
+    auto it = clusters_.find(name);
+    if (it == clusters_.end()) return;
+    ClusterState& cs = it->second;
     if (c.kind != XdsCluster::Kind::kEds) {
-      return Fail(absl::StrCat("xDS: Cluster \"", c.name, "\" is ",
-                               c.kind == XdsCluster::Kind::kAggregate ? "an aggregate" : "a LOGICAL_DNS",
-                               " cluster: not supported yet (EDS clusters are)"));
+      Unwatch(cs.eds);
+      cs.cluster.reset();
+      cs.endpoints.reset();
+      cs.failure = absl::StrCat("xDS: Cluster \"", c.name, "\" is ",
+                                c.kind == XdsCluster::Kind::kAggregate ? "an aggregate" : "a LOGICAL_DNS",
+                                " cluster: not supported yet (EDS clusters are)");
+      return MaybePublish();
     }
-    lb_config_ = c.lb_policy == "least_request"
-                     ? absl::StrCat(R"({"loadBalancingConfig": [{"least_request_experimental": {"choiceCount": )",
-                                    c.least_request_choices, "}}]}")
-                     : R"({"loadBalancingConfig": [{"round_robin": {}}]})";
-    Watch(ResourceType::kEndpoints, c.eds_service_name.empty() ? c.name : c.eds_service_name);
-    if (endpoints_) Publish();  // the policy changed, the endpoints did not
+    cs.cluster = c;
+    Watch(cs.eds, ResourceType::kEndpoints, c.eds_service_name.empty() ? c.name : c.eds_service_name, name);
+    MaybePublish();  // the policy may have changed, the endpoints not
   }
 
-  void OnEndpoints(const XdsEndpoints& e) {
+  void OnEndpoints(const std::string& name, const XdsEndpoints& e) {
+    auto it = clusters_.find(name);
+    if (it == clusters_.end()) return;
+    ClusterState& cs = it->second;
     AddressList addresses;
     for (const std::vector<XdsLocality>& priority : e.priorities) {
       for (const XdsLocality& l : priority) {
@@ -178,47 +223,106 @@ class XdsResolverImpl final : public Resolver, public std::enable_shared_from_th
       if (!addresses.empty()) break;  // the lowest priority with endpoints
     }
     if (addresses.empty()) {
-      endpoints_.reset();
-      return Fail(absl::StrCat("xDS: ClusterLoadAssignment \"", e.name, "\" has no healthy endpoint"));
+      cs.endpoints.reset();
+      cs.failure = absl::StrCat("xDS: ClusterLoadAssignment \"", e.name, "\" (cluster \"", name,
+                                "\") has no healthy endpoint");
+    } else {
+      cs.endpoints = std::move(addresses);
+      cs.failure.clear();
     }
-    endpoints_ = std::move(addresses);
-    Publish();
+    MaybePublish();
   }
 
-  void OnDoesNotExist(ResourceType type) {
-    // A27: a missing Listener or RouteConfiguration fails calls; a missing
-    // Cluster or ClusterLoadAssignment too (nothing to send them to).
-    if (type != ResourceType::kEndpoints) UnwatchFrom(static_cast<ResourceType>(Index(type) + 1));
-    endpoints_.reset();
-    Fail(absl::StrCat("xDS: ", std::string(TypeName(type)), " \"", chain_[Index(type)].name,
-                      "\" does not exist"));
+  void OnDoesNotExist(ResourceType type, const std::string& cluster) {
+    // A27: a missing Listener or RouteConfiguration fails every call; a
+    // missing Cluster or ClusterLoadAssignment the calls routed to it.
+    if (type == ResourceType::kListener || type == ResourceType::kRouteConfig) {
+      const std::string name = type == ResourceType::kListener ? listener_name_ : routes_watch_.name;
+      if (type == ResourceType::kListener) {
+        DropRoutes();
+      } else {
+        routes_.reset();
+      }
+      return Fail(absl::StrCat("xDS: ", std::string(TypeName(type)), " \"", name, "\" does not exist"));
+    }
+    auto it = clusters_.find(cluster);
+    if (it == clusters_.end()) return;
+    ClusterState& cs = it->second;
+    if (type == ResourceType::kCluster) {
+      Unwatch(cs.eds);
+      cs.cluster.reset();
+    }
+    cs.endpoints.reset();
+    cs.failure = absl::StrCat("xDS: ", std::string(TypeName(type)), " \"",
+                              type == ResourceType::kCluster ? cluster : cs.eds.name, "\" does not exist");
+    MaybePublish();
   }
 
   void OnError(absl::Status s) {
     // With a configuration in force, calls go on with it (A27).
-    if (endpoints_) return;
+    if (published_) return;
     Fail(std::string(s.message()));
   }
 
-  void Publish() {
+  // Once the routes are known and every cluster they name is settled: the
+  // union of the clusters' endpoints, a group per cluster, the router,
+  // and one policy for all (least_request if every cluster asks for it,
+  // else round_robin).
+  void MaybePublish() {
+    if (!routes_) return;
+    for (const auto& [name, cs] : clusters_) {
+      if (!cs.settled()) return;
+    }
+    ResolverResult result;
+    std::map<std::string, std::string> failed;
+    std::map<std::string, size_t> index;  // address -> its place in result.addresses
+    bool least_request = !clusters_.empty();
+    uint32_t choices = 2;
+    for (const auto& [name, cs] : clusters_) {
+      if (!cs.endpoints) {
+        failed[name] = cs.failure;
+        continue;
+      }
+      least_request = least_request && cs.cluster->lb_policy == "least_request";
+      choices = std::max(choices, cs.cluster->least_request_choices);
+      std::vector<size_t>& group = result.groups[name];
+      for (const transport::Address& a : *cs.endpoints) {
+        auto [it, added] = index.try_emplace(a.ToString(), result.addresses.size());
+        if (added) result.addresses.push_back(a);
+        group.push_back(it->second);
+      }
+    }
+    result.service_config =
+        least_request
+            ? absl::StrCat(R"({"loadBalancingConfig": [{"least_request_experimental": {"choiceCount": )",
+                           choices, "}}]}")
+            : R"({"loadBalancingConfig": [{"round_robin": {}}]})";
+    result.router = std::make_shared<XdsRouter>(routes_->config, routes_->routes, std::move(failed));
+    published_ = true;
     MutexLock lock(&mu_);
     if (!listener_) return;
-    listener_.Update(ResolverResult{.addresses = *endpoints_, .service_config = lb_config_});
+    listener_.Update(std::move(result));
   }
 
+  // Every call fails with `why`.
   void Fail(const std::string& why) {
     MutexLock lock(&mu_);
     if (!listener_) return;
-    listener_.Update(absl::UnavailableError(why));
+    listener_.Update(ResolverResult{.router = std::make_shared<FailingRouter>(why)});
   }
 
   const std::string listener_name_;
   const std::string authority_;
   const std::shared_ptr<XdsClient> client_;
   // The client's thread only.
-  std::array<Watched, 4> chain_;  // by ResourceType
-  std::string lb_config_;
-  std::optional<AddressList> endpoints_;  // the last published
+  Watched listener_watch_, routes_watch_;
+  struct Routes {
+    std::string config;  // the RouteConfiguration's name
+    std::vector<XdsRoute> routes;
+  };
+  std::optional<Routes> routes_;  // the virtual host's, once known
+  std::map<std::string, ClusterState> clusters_;
+  bool published_ = false;
 
   Mutex mu_;
   ResolverListener listener_ ABSL_GUARDED_BY(mu_);

@@ -38,17 +38,29 @@ inline std::string InvalidListenerJson(const std::string& name) {
                       name, R"("})");
 }
 
-// One virtual host for every domain; one route (prefix `prefix`) to the
-// weighted clusters (a single one: weight 1).
+// One route: `match` (a RouteMatch in JSON) to the weighted clusters (a
+// single one: weight 1).
+inline std::string RouteJson(const std::string& match,
+                             const std::vector<std::pair<std::string, int>>& clusters) {
+  std::vector<std::string> wc;
+  for (const auto& [c, w] : clusters) wc.push_back(absl::StrCat(R"({"name": ")", c, R"(", "weight": )", w, "}"));
+  return absl::StrCat(R"({"match": )", match, R"(, "route": {"weightedClusters": {"clusters": [)",
+                      absl::StrJoin(wc, ", "), "]}}}");
+}
+
+// One virtual host for every domain, with these routes in order.
+inline std::string RouteConfigWithRoutes(const std::string& name, const std::vector<std::string>& routes) {
+  return absl::StrCat(
+      R"({"@type": "type.googleapis.com/envoy.config.route.v3.RouteConfiguration", "name": ")", name,
+      R"(", "virtualHosts": [{"name": "all", "domains": ["*"], "routes": [)", absl::StrJoin(routes, ", "),
+      "]}]}");
+}
+
+// One route (prefix `prefix`) to the weighted clusters.
 inline std::string RouteConfigJson(const std::string& name,
                                    const std::vector<std::pair<std::string, int>>& clusters,
                                    const std::string& prefix = "") {
-  std::vector<std::string> wc;
-  for (const auto& [c, w] : clusters) wc.push_back(absl::StrCat(R"({"name": ")", c, R"(", "weight": )", w, "}"));
-  return absl::StrCat(
-      R"({"@type": "type.googleapis.com/envoy.config.route.v3.RouteConfiguration", "name": ")", name,
-      R"(", "virtualHosts": [{"name": "all", "domains": ["*"], "routes": [{"match": {"prefix": ")", prefix,
-      R"("}, "route": {"weightedClusters": {"clusters": [)", absl::StrJoin(wc, ", "), "]}}}]}]}");
+  return RouteConfigWithRoutes(name, {RouteJson(absl::StrCat(R"({"prefix": ")", prefix, R"("})"), clusters)});
 }
 
 inline std::string ClusterJson(const std::string& name, const std::string& lb_policy = "ROUND_ROBIN") {

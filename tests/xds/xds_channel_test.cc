@@ -263,20 +263,102 @@ TEST_F(XdsChannelTest, AMissingListenerFailsCallsUnavailableNamingIt) {
       << s.error_message();
 }
 
-TEST_F(XdsChannelTest, RoutesToSeveralClustersAreRefusedSayingSo) {
-  Snapshot s("1");
-  Locality a{.endpoints = {backends_[0]->address()}}, b{.endpoints = {backends_[1]->address()}};
+// Two clusters, a on backend 0 and b on backend 1, behind `routes`.
+Snapshot TwoClusters(const std::vector<std::unique_ptr<ServerProcess>>& backends,
+                     const std::vector<std::string>& routes) {
+  Snapshot s("2");
   s.Add(ListenerJson("greeter", "greeter-routes"))
-      .Add(RouteConfigJson("greeter-routes", {{"a", 70}, {"b", 30}}))
+      .Add(RouteConfigWithRoutes("greeter-routes", routes))
       .Add(ClusterJson("a"))
       .Add(ClusterJson("b"))
-      .Add(EndpointsJson("a", {a}))
-      .Add(EndpointsJson("b", {b}));
+      .Add(EndpointsJson("a", {{.endpoints = {backends[0]->address()}}}))
+      .Add(EndpointsJson("b", {{.endpoints = {backends[1]->address()}}}));
+  return s;
+}
+
+TEST_F(XdsChannelTest, WeightedClustersSplitTheCalls70To30) {
+  Serve(TwoClusters(backends_, {RouteJson(R"({"prefix": ""})", {{"a", 70}, {"b", 30}})}));
+  auto stub = TestService::NewStub(XdsChannel("xds:///greeter"));
+  constexpr int kCalls = 10000, kThreads = 4;
+  std::mutex mu;
+  std::map<std::string, int> per_backend;
+  std::atomic<int> failed{0};
+  std::vector<std::thread> callers;
+  for (int t = 0; t < kThreads; ++t) {
+    callers.emplace_back([&] {
+      std::map<std::string, int> mine;
+      for (int i = 0; i < kCalls / kThreads; ++i) {
+        std::string peer;
+        if (!Call(*stub, &peer).ok()) ++failed;
+        ++mine[peer];
+      }
+      std::lock_guard<std::mutex> l(mu);
+      for (const auto& [p, n] : mine) per_backend[p] += n;
+    });
+  }
+  for (auto& c : callers) c.join();
+  const int a = per_backend[backends_[0]->address()], b = per_backend[backends_[1]->address()];
+  std::printf("weighted clusters 70/30: %d calls to a (%.2f%%), %d to b (%.2f%%), %d failed\n", a,
+              100.0 * a / kCalls, b, 100.0 * b / kCalls, failed.load());
+  EXPECT_EQ(failed.load(), 0);
+  EXPECT_EQ(a + b, kCalls);
+  // The issue's bound: within 5 points of the weights (the binomial's
+  // standard deviation here is 0.46 points).
+  EXPECT_NEAR(a, 7000, 500);
+  EXPECT_NEAR(b, 3000, 500);
+}
+
+TEST_F(XdsChannelTest, RoutesMatchTheCallsPathAndHeadersInOrder) {
+  Serve(TwoClusters(
+      backends_,
+      {RouteJson(R"({"prefix": "", "headers": [{"name": "x-canary", "exactMatch": "yes"}]})", {{"b", 1}}),
+       RouteJson(R"({"path": "/ringrpc.test.TestService/Stats"})", {{"b", 1}}),
+       RouteJson(R"({"prefix": "/ringrpc.test."})", {{"a", 1}})}));
+  auto stub = TestService::NewStub(XdsChannel("xds:///greeter"));
+  for (int i = 0; i < 20; ++i) {
+    std::string peer;
+    ASSERT_TRUE(Call(*stub, &peer).ok());
+    EXPECT_EQ(peer, backends_[0]->address()) << "a plain Unary call goes to a";
+    ClientContext ctx;
+    ctx.AddMetadata("x-canary", "yes");
+    EchoRequest req;
+    EchoResponse resp;
+    ASSERT_TRUE(stub->Unary(&ctx, req, &resp).ok());
+    EXPECT_EQ(ctx.peer(), backends_[1]->address()) << "x-canary: yes goes to b";
+    ClientContext stats_ctx;
+    test::StatsRequest sreq;
+    test::StatsResponse sresp;
+    ASSERT_TRUE(stub->Stats(&stats_ctx, sreq, &sresp).ok());
+    EXPECT_EQ(stats_ctx.peer(), backends_[1]->address()) << "Stats goes to b by its path";
+  }
+}
+
+TEST_F(XdsChannelTest, AMissingClusterFailsOnlyTheCallsRoutedToIt) {
+  Snapshot s = TwoClusters(
+      backends_, {RouteJson(R"({"prefix": "", "headers": [{"name": "x-canary", "exactMatch": "yes"}]})",
+                            {{"ghost", 1}}),
+                  RouteJson(R"({"prefix": ""})", {{"a", 1}})});
   Serve(s);
   auto stub = TestService::NewStub(XdsChannel("xds:///greeter"));
-  Status st = Call(*stub, nullptr);
+  std::string peer;
+  ASSERT_TRUE(Call(*stub, &peer).ok());  // once "ghost" does not exist (the 1 s timer)
+  EXPECT_EQ(peer, backends_[0]->address());
+  ClientContext ctx;
+  ctx.AddMetadata("x-canary", "yes");
+  EchoRequest req;
+  EchoResponse resp;
+  Status st = stub->Unary(&ctx, req, &resp);
   EXPECT_EQ(st.error_code(), StatusCode::UNAVAILABLE) << st.error_message();
-  EXPECT_NE(st.error_message().find("to several clusters (a, b)"), std::string::npos) << st.error_message();
+  EXPECT_EQ(st.error_message(), "xDS: Cluster \"ghost\" does not exist");
+  // A call that matches no route fails naming the route configuration.
+  Serve(TwoClusters(backends_, {RouteJson(R"({"prefix": "/other."})", {{"a", 1}})}));
+  const auto end = std::chrono::steady_clock::now() + 20s;
+  do {
+    st = Call(*stub, nullptr);
+  } while (st.ok() && std::chrono::steady_clock::now() < end);
+  EXPECT_EQ(st.error_code(), StatusCode::UNAVAILABLE);
+  EXPECT_EQ(st.error_message(),
+            "xDS: no route of RouteConfiguration \"greeter-routes\" matches /ringrpc.test.TestService/Unary");
 }
 
 }  // namespace

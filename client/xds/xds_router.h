@@ -1,0 +1,60 @@
+// client/xds/xds_router.h — per-call routing for an xds: channel (gRFC
+// A27, A28): the virtual host's routes, in order, matched against the
+// call's path and metadata; the first that matches (and whose runtime
+// fraction lets it) names the cluster, one of its weighted clusters drawn
+// at random by weight. The channel then picks an address among that
+// cluster's endpoints (ResolverResult::groups).
+//
+// Header matching as A28: names are lower case; a "-bin" header never
+// matches (as if absent); "content-type" is "application/grpc"; several
+// values of one name are joined with ",".
+//
+// Threading: immutable once made; Route() is called from every CQ thread.
+//
+//   auto router = std::make_shared<XdsRouter>("routes", vh.routes, failed);
+//   absl::StatusOr<std::string> cluster = router->Route(
+//       {.method = "/pkg.S/M", .metadata = md, .random = r});
+#ifndef RINGRPC_CLIENT_XDS_XDS_ROUTER_H_
+#define RINGRPC_CLIENT_XDS_XDS_ROUTER_H_
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "client/resolver.h"
+#include "client/xds/resources.h"
+
+namespace re2 {
+class RE2;
+}  // namespace re2
+
+namespace ringrpc::xds {
+
+class XdsRouter final : public CallRouter {
+ public:
+  // `routes`: the chosen virtual host's, of RouteConfiguration
+  // `route_config` (for messages). `failed`: clusters whose calls fail,
+  // with the reason (UNAVAILABLE "xDS: Cluster "b" does not exist").
+  XdsRouter(std::string route_config, std::vector<XdsRoute> routes,
+            std::map<std::string, std::string> failed);
+  ~XdsRouter() override;
+
+  absl::StatusOr<std::string> Route(const CallRouteInfo& call) const override;
+
+  // The clusters some route may send calls to.
+  std::vector<std::string> Clusters() const;
+
+ private:
+  struct Compiled;
+  bool Matches(const Compiled& c, const CallRouteInfo& call) const;
+
+  const std::string route_config_;
+  const std::map<std::string, std::string> failed_;
+  std::vector<Compiled> routes_;
+};
+
+}  // namespace ringrpc::xds
+
+#endif  // RINGRPC_CLIENT_XDS_XDS_ROUTER_H_
