@@ -569,7 +569,7 @@ Task<Step> PickAndLease(Attempt& a) {
   // groups (a channel without a router gets "" at the cost of a compare).
   absl::StatusOr<std::string> group = a.st.Route(a.index, a.method, *a.metadata);
   if (!group.ok()) co_return Fail(a, Status::FromAbsl(group.status()));
-  a.group = *std::move(group);
+  a.group = std::string(a.st.Failover(a.index, *group));
   a.sc = a.st.Pick(a.index, a.group);
   if (a.sc == nullptr) {
     a.last = a.st.NoPickError(a.index, a.group);

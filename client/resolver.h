@@ -78,6 +78,11 @@ struct ResolverResult {
   // picks among that group's addresses only. Without: one group, all.
   std::shared_ptr<const CallRouter> router;
   std::map<std::string, std::vector<size_t>> groups;
+  // Priority failover (xDS's `priority` policy): while every address of
+  // group g is failing (TRANSIENT_FAILURE and backing off, or unhealthy),
+  // the calls routed to g go to fallback[g] (and on down the chain); back
+  // to g as soon as one of its addresses may be dialled again.
+  std::map<std::string, std::string> fallback;
 };
 
 // Where a resolver sends what it finds. Call it with an address list (or

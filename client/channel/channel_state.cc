@@ -350,9 +350,12 @@ bool ChannelState::SetRouting(const ResolverResult& result, const std::vector<st
       }
     }
   }
-  if (result.router == router_ && groups == groups_) return false;
+  std::map<std::string, std::string, std::less<>> fallback;
+  if (result.router != nullptr) fallback.insert(result.fallback.begin(), result.fallback.end());
+  if (result.router == router_ && groups == groups_ && fallback == fallback_) return false;
   router_ = result.router;
   groups_ = std::move(groups);
+  fallback_ = std::move(fallback);
   return true;
 }
 
@@ -363,6 +366,7 @@ void ChannelState::Refresh(PerThread& pt) {
   MutexLock lock(&mu_);
   pt.list = list_;
   pt.router = router_;
+  pt.fallback = fallback_;
   // Each group keeps its cursor while it stays.
   std::erase_if(pt.groups, [&](const auto& g) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return !groups_.contains(g.first);
@@ -393,6 +397,26 @@ absl::StatusOr<std::string> ChannelState::Route(size_t thread, std::string_view 
   pt.route_rng ^= pt.route_rng >> 7;
   pt.route_rng ^= pt.route_rng << 17;
   return pt.router->Route(CallRouteInfo{.method = method, .metadata = metadata, .random = pt.route_rng});
+}
+
+std::string_view ChannelState::Failover(size_t thread, std::string_view group) {
+  PerThread& pt = per_thread_[thread];
+  Refresh(pt);
+  if (pt.fallback.empty()) return group;
+  const TimePoint now = Clock::now();
+  // Failing: unhealthy, or in TRANSIENT_FAILURE and not to be dialled yet.
+  auto failing = [&](const std::shared_ptr<Subchannel>& sc) {
+    return !sc->Healthy() || (sc->record->state() == ConnectivityState::kTransientFailure &&
+                              !sc->record->CheckBackoff(now).ok());
+  };
+  for (size_t hops = 0; hops < pt.fallback.size(); ++hops) {
+    auto next = pt.fallback.find(group);
+    if (next == pt.fallback.end()) break;
+    const std::vector<std::shared_ptr<Subchannel>>& list = ListFor(pt, group);
+    if (!std::all_of(list.begin(), list.end(), failing)) break;
+    group = next->second;
+  }
+  return group;
 }
 
 std::shared_ptr<Subchannel> ChannelState::Pick(size_t thread, std::string_view group) {
@@ -454,7 +478,9 @@ void ChannelState::CallEnded(size_t thread, Subchannel* sc) {
 
 bool ChannelState::AnotherUsable(size_t thread, const std::shared_ptr<Subchannel>& sc,
                                  std::string_view group) const {
-  const std::vector<std::shared_ptr<Subchannel>>& list = ListFor(per_thread_[thread], group);
+  const PerThread& pt = per_thread_[thread];
+  if (!group.empty() && pt.fallback.contains(group)) return true;
+  const std::vector<std::shared_ptr<Subchannel>>& list = ListFor(pt, group);
   size_t except = std::find(list.begin(), list.end(), sc) - list.begin();
   return channel::AnotherUsable(list.size(), except, [&](size_t k) {
     return list[k]->Healthy() ? list[k]->record->state() : ConnectivityState::kTransientFailure;

@@ -165,13 +165,16 @@ class ChannelState : public std::enable_shared_from_this<ChannelState> {
   // not in TRANSIENT_FAILURE from the thread's cursor (one per group).
   // Null: no addresses.
   std::shared_ptr<Subchannel> Pick(size_t thread, std::string_view group = {});
+  // CQ thread `thread` only: `group`, or while every address of it is
+  // failing, its fallback (ResolverResult::fallback), down the chain.
+  std::string_view Failover(size_t thread, std::string_view group);
   // least_request's count of a call on `sc` from CQ thread `thread` (that
   // thread only): started when the call has its stream, ended when the
   // call is destroyed; called only for calls under least_request.
   void CallStarted(size_t thread, Subchannel* sc);
   void CallEnded(size_t thread, Subchannel* sc);
-  // CQ thread `thread` only: its list has an address other than `sc` that
-  // is not in TRANSIENT_FAILURE.
+  // CQ thread `thread` only: the list (of `group`) has an address other
+  // than `sc` that is not in TRANSIENT_FAILURE, or `group` has a fallback.
   bool AnotherUsable(size_t thread, const std::shared_ptr<Subchannel>& sc,
                      std::string_view group = {}) const;
   // UNAVAILABLE naming why there is no address (the resolver's error).
@@ -230,6 +233,7 @@ class ChannelState : public std::enable_shared_from_this<ChannelState> {
   std::shared_ptr<const CallRouter> router_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::vector<std::shared_ptr<Subchannel>>, std::less<>> groups_
       ABSL_GUARDED_BY(mu_);
+  std::map<std::string, std::string, std::less<>> fallback_ ABSL_GUARDED_BY(mu_);
   std::vector<SubchannelPool> removed_ ABSL_GUARDED_BY(mu_);  // addresses gone, draining
   pool::PoolMetrics gone_metrics_ ABSL_GUARDED_BY(mu_);  // removed ones already dropped
   absl::Status resolver_error_ ABSL_GUARDED_BY(mu_) =
@@ -294,6 +298,7 @@ class ChannelState : public std::enable_shared_from_this<ChannelState> {
     uint64_t seed = 0;                           // the picker's, kept for a new policy
     std::shared_ptr<const CallRouter> router;
     std::map<std::string, Group, std::less<>> groups;
+    std::map<std::string, std::string, std::less<>> fallback;
     uint64_t route_rng = 0;  // xorshift state for CallRouteInfo::random
     // least_request (thread scope): this thread's calls per address.
     absl::flat_hash_map<const Subchannel*, uint32_t> outstanding;

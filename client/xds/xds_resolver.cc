@@ -111,7 +111,8 @@ class XdsResolverImpl final : public Resolver, public std::enable_shared_from_th
   struct ClusterState {
     Watched cds, eds;
     std::optional<XdsCluster> cluster;
-    std::optional<AddressList> endpoints;  // never empty
+    // By priority, those with endpoints only (never empty).
+    std::optional<std::vector<AddressList>> endpoints;
     std::string failure;                   // set: calls routed here fail with it
     bool settled() const { return endpoints.has_value() || !failure.empty(); }
   };
@@ -212,22 +213,23 @@ class XdsResolverImpl final : public Resolver, public std::enable_shared_from_th
     auto it = clusters_.find(name);
     if (it == clusters_.end()) return;
     ClusterState& cs = it->second;
-    AddressList addresses;
+    std::vector<AddressList> priorities;
     for (const std::vector<XdsLocality>& priority : e.priorities) {
+      AddressList addresses;
       for (const XdsLocality& l : priority) {
         for (const XdsEndpoint& ep : l.endpoints) {
           absl::StatusOr<transport::Address> a = transport::Address::Parse(ep.address);
           if (a.ok()) addresses.push_back(*a);
         }
       }
-      if (!addresses.empty()) break;  // the lowest priority with endpoints
+      if (!addresses.empty()) priorities.push_back(std::move(addresses));
     }
-    if (addresses.empty()) {
+    if (priorities.empty()) {
       cs.endpoints.reset();
       cs.failure = absl::StrCat("xDS: ClusterLoadAssignment \"", e.name, "\" (cluster \"", name,
                                 "\") has no healthy endpoint");
     } else {
-      cs.endpoints = std::move(addresses);
+      cs.endpoints = std::move(priorities);
       cs.failure.clear();
     }
     MaybePublish();
@@ -285,11 +287,18 @@ class XdsResolverImpl final : public Resolver, public std::enable_shared_from_th
       }
       least_request = least_request && cs.cluster->lb_policy == "least_request";
       choices = std::max(choices, cs.cluster->least_request_choices);
-      std::vector<size_t>& group = result.groups[name];
-      for (const transport::Address& a : *cs.endpoints) {
-        auto [it, added] = index.try_emplace(a.ToString(), result.addresses.size());
-        if (added) result.addresses.push_back(a);
-        group.push_back(it->second);
+      // A group per priority: the cluster's name for the first, the calls
+      // routed to it failing over down the priorities (A27's priority
+      // policy, by connectivity; decision 0038).
+      for (size_t p = 0; p < cs.endpoints->size(); ++p) {
+        const std::string group = PriorityGroup(name, p);
+        if (p + 1 < cs.endpoints->size()) result.fallback[group] = PriorityGroup(name, p + 1);
+        std::vector<size_t>& members = result.groups[group];
+        for (const transport::Address& a : (*cs.endpoints)[p]) {
+          auto [it, added] = index.try_emplace(a.ToString(), result.addresses.size());
+          if (added) result.addresses.push_back(a);
+          members.push_back(it->second);
+        }
       }
     }
     result.service_config =
@@ -302,6 +311,11 @@ class XdsResolverImpl final : public Resolver, public std::enable_shared_from_th
     MutexLock lock(&mu_);
     if (!listener_) return;
     listener_.Update(std::move(result));
+  }
+
+  // The group of `cluster`'s priority `p` (the router names the first).
+  static std::string PriorityGroup(const std::string& cluster, size_t p) {
+    return p == 0 ? cluster : absl::StrCat(cluster, " [priority ", p, "]");
   }
 
   // Every call fails with `why`.

@@ -9,13 +9,14 @@
 // CreateChannel; a program that does not link it gets INVALID_ARGUMENT
 // naming the target to link.
 //
-// What it follows today (docs/xds.md has the table): routes that all lead
-// to one cluster (weighted clusters and routing by path or header to
-// several clusters are rejected with a message until the LB tree lands);
-// EDS clusters (aggregate and LOGICAL_DNS are rejected likewise); the
-// lowest priority that has endpoints, every HEALTHY/UNKNOWN endpoint of
-// its localities under the cluster's policy (round_robin or
-// least_request), locality weights not applied.
+// What it follows (docs/xds.md has the table): every cluster the virtual
+// host's routes name, each a group of the channel's addresses; each call
+// is routed by an XdsRouter (path, headers, runtime fraction, weighted
+// clusters; decision 0038). EDS clusters only (aggregate and LOGICAL_DNS
+// fail the calls routed to them, saying so); per cluster, the lowest
+// priority that has endpoints, every HEALTHY/UNKNOWN endpoint of its
+// localities; one policy for the channel (least_request when every
+// cluster asks for it, else round_robin); locality weights not applied.
 #ifndef RINGRPC_CLIENT_XDS_XDS_RESOLVER_H_
 #define RINGRPC_CLIENT_XDS_XDS_RESOLVER_H_
 

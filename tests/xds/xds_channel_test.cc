@@ -80,7 +80,7 @@ class XdsChannelTest : public ::testing::Test {
   }
 
   // A channel to `target` on an XdsClient of the test's own (short timers).
-  std::shared_ptr<Channel> XdsChannel(const std::string& target) {
+  std::shared_ptr<Channel> XdsChannel(const std::string& target, ChannelArguments args = {}) {
     absl::StatusOr<xds::XdsBootstrap> b = xds::ParseXdsBootstrap(bootstrap_);
     EXPECT_TRUE(b.ok()) << b.status();
     xds::XdsClientOptions o;
@@ -91,7 +91,6 @@ class XdsChannelTest : public ::testing::Test {
     EXPECT_TRUE(client.ok()) << client.status();
     auto resolver = xds::MakeXdsResolver(target, *client);
     EXPECT_TRUE(resolver.ok()) << resolver.status();
-    ChannelArguments args;
     args.SetInt("ringrpc.cq_threads", 2);
     return CreateChannelWithResolver(target.substr(target.rfind('/') + 1), *resolver, args);
   }
@@ -330,6 +329,61 @@ TEST_F(XdsChannelTest, RoutesMatchTheCallsPathAndHeadersInOrder) {
     test::StatsResponse sresp;
     ASSERT_TRUE(stub->Stats(&stats_ctx, sreq, &sresp).ok());
     EXPECT_EQ(stats_ctx.peer(), backends_[1]->address()) << "Stats goes to b by its path";
+  }
+}
+
+TEST_F(XdsChannelTest, APriorityFailsOverToTheNextAndBack) {
+  Snapshot s("2");
+  s.Add(ListenerJson("greeter", "greeter-routes"))
+      .Add(RouteConfigJson("greeter-routes", {{"c1", 1}}))
+      .Add(ClusterJson("c1"))
+      .Add(EndpointsJson("c1", {{.endpoints = {backends_[0]->address()}, .priority = 0},
+                                {.endpoints = {backends_[1]->address()}, .priority = 1, .zone = "z2"}}));
+  Serve(s);
+  ChannelArguments args;
+  args.SetInt("grpc.initial_reconnect_backoff_ms", 200);
+  args.SetInt("grpc.max_reconnect_backoff_ms", 500);
+  auto stub = TestService::NewStub(XdsChannel("xds:///greeter", args));
+  const std::string primary = backends_[0]->address(), secondary = backends_[1]->address();
+  for (int i = 0; i < 20; ++i) {
+    std::string peer;
+    ASSERT_TRUE(Call(*stub, &peer).ok());
+    EXPECT_EQ(peer, primary) << "priority 0 takes every call while it is up";
+  }
+  const int port = backends_[0]->port();
+  backends_[0]->Kill();
+  // Priority 0's only endpoint refuses: the calls go to priority 1.
+  int failed = 0, on_secondary = 0;
+  for (int i = 0; i < 200; ++i) {
+    std::string peer;
+    Status st = Call(*stub, &peer);
+    if (!st.ok()) {
+      ++failed;
+      continue;
+    }
+    EXPECT_EQ(peer, secondary);
+    ++on_secondary;
+  }
+  // A call racing the kill on the old connection may fail; no other.
+  EXPECT_LE(failed, 1);
+  EXPECT_GE(on_secondary, 199);
+  // Back on the same port: once its backoff allows a dial, priority 0
+  // takes the calls again.
+  auto back = ServerProcess::Start(absl::StrCat("127.0.0.1:", port));
+  ASSERT_TRUE(back.ok()) << back.status();
+  backends_[0] = std::move(*back);
+  const auto start = std::chrono::steady_clock::now();
+  std::string peer;
+  while (peer != primary && std::chrono::steady_clock::now() < start + 20s) {
+    ASSERT_TRUE(Call(*stub, &peer).ok());
+  }
+  const double took_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  std::printf("priority failover: %d of 200 calls failed at the kill, %d went to priority 1; back on "
+              "priority 0 %.0f ms after it restarted\n", failed, on_secondary, took_ms);
+  ASSERT_EQ(peer, primary);
+  for (int i = 0; i < 20; ++i) {
+    ASSERT_TRUE(Call(*stub, &peer).ok());
+    EXPECT_EQ(peer, primary);
   }
 }
 
