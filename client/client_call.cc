@@ -569,7 +569,8 @@ Task<Step> PickAndLease(Attempt& a) {
   // groups (a channel without a router gets "" at the cost of a compare).
   absl::StatusOr<std::string> group = a.st.Route(a.index, a.method, *a.metadata);
   if (!group.ok()) co_return Fail(a, Status::FromAbsl(group.status()));
-  a.group = std::string(a.st.Failover(a.index, *group));
+  // The loop's time, as the backoff check below uses: the two agree.
+  a.group = std::string(a.st.Failover(a.index, *group, a.loop.Now()));
   a.sc = a.st.Pick(a.index, a.group);
   if (a.sc == nullptr) {
     a.last = a.st.NoPickError(a.index, a.group);

@@ -399,11 +399,10 @@ absl::StatusOr<std::string> ChannelState::Route(size_t thread, std::string_view 
   return pt.router->Route(CallRouteInfo{.method = method, .metadata = metadata, .random = pt.route_rng});
 }
 
-std::string_view ChannelState::Failover(size_t thread, std::string_view group) {
+std::string_view ChannelState::Failover(size_t thread, std::string_view group, TimePoint now) {
   PerThread& pt = per_thread_[thread];
   Refresh(pt);
   if (pt.fallback.empty()) return group;
-  const TimePoint now = Clock::now();
   // Failing: unhealthy, or in TRANSIENT_FAILURE and not to be dialled yet.
   auto failing = [&](const std::shared_ptr<Subchannel>& sc) {
     return !sc->Healthy() || (sc->record->state() == ConnectivityState::kTransientFailure &&

@@ -166,8 +166,9 @@ class ChannelState : public std::enable_shared_from_this<ChannelState> {
   // Null: no addresses.
   std::shared_ptr<Subchannel> Pick(size_t thread, std::string_view group = {});
   // CQ thread `thread` only: `group`, or while every address of it is
-  // failing, its fallback (ResolverResult::fallback), down the chain.
-  std::string_view Failover(size_t thread, std::string_view group);
+  // failing at `now` (the time the caller checks backoff with: the loop's),
+  // its fallback (ResolverResult::fallback), down the chain.
+  std::string_view Failover(size_t thread, std::string_view group, TimePoint now);
   // least_request's count of a call on `sc` from CQ thread `thread` (that
   // thread only): started when the call has its stream, ended when the
   // call is destroyed; called only for calls under least_request.

@@ -375,7 +375,8 @@ TEST_F(XdsChannelTest, APriorityFailsOverToTheNextAndBack) {
   const auto start = std::chrono::steady_clock::now();
   std::string peer;
   while (peer != primary && std::chrono::steady_clock::now() < start + 20s) {
-    ASSERT_TRUE(Call(*stub, &peer).ok());
+    Status st = Call(*stub, &peer);
+    ASSERT_TRUE(st.ok()) << st.error_message();
   }
   const double took_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   std::printf("priority failover: %d of 200 calls failed at the kill, %d went to priority 1; back on "
