@@ -113,6 +113,14 @@ class XdsResolverImpl final : public Resolver, public std::enable_shared_from_th
     std::optional<XdsCluster> cluster;
     // By priority, those with endpoints only (never empty).
     std::optional<std::vector<AddressList>> endpoints;
+    // The first of those priorities' localities that have endpoints and a
+    // weight: their names, weights and endpoints.
+    struct Locality {
+      std::string name;
+      uint32_t weight;
+      AddressList addresses;
+    };
+    std::vector<Locality> localities;
     std::string failure;                   // set: calls routed here fail with it
     bool settled() const { return endpoints.has_value() || !failure.empty(); }
   };
@@ -214,16 +222,25 @@ class XdsResolverImpl final : public Resolver, public std::enable_shared_from_th
     if (it == clusters_.end()) return;
     ClusterState& cs = it->second;
     std::vector<AddressList> priorities;
+    std::vector<ClusterState::Locality> localities;
     for (const std::vector<XdsLocality>& priority : e.priorities) {
       AddressList addresses;
+      std::vector<ClusterState::Locality> here;
       for (const XdsLocality& l : priority) {
+        ClusterState::Locality loc{.name = l.Name(), .weight = l.weight};
         for (const XdsEndpoint& ep : l.endpoints) {
           absl::StatusOr<transport::Address> a = transport::Address::Parse(ep.address);
-          if (a.ok()) addresses.push_back(*a);
+          if (!a.ok()) continue;
+          addresses.push_back(*a);
+          loc.addresses.push_back(*a);
         }
+        if (!loc.addresses.empty() && loc.weight > 0) here.push_back(std::move(loc));
       }
-      if (!addresses.empty()) priorities.push_back(std::move(addresses));
+      if (addresses.empty()) continue;
+      if (priorities.empty()) localities = std::move(here);
+      priorities.push_back(std::move(addresses));
     }
+    cs.localities = std::move(localities);
     if (priorities.empty()) {
       cs.endpoints.reset();
       cs.failure = absl::StrCat("xDS: ClusterLoadAssignment \"", e.name, "\" (cluster \"", name,
@@ -277,7 +294,13 @@ class XdsResolverImpl final : public Resolver, public std::enable_shared_from_th
     }
     ResolverResult result;
     std::map<std::string, std::string> failed;
+    std::map<std::string, XdsRouter::Localities> localities;
     std::map<std::string, size_t> index;  // address -> its place in result.addresses
+    auto add = [&](std::vector<size_t>& members, const transport::Address& a) {
+      auto [it, added] = index.try_emplace(a.ToString(), result.addresses.size());
+      if (added) result.addresses.push_back(a);
+      members.push_back(it->second);
+    };
     bool least_request = !clusters_.empty();
     uint32_t choices = 2;
     for (const auto& [name, cs] : clusters_) {
@@ -294,10 +317,18 @@ class XdsResolverImpl final : public Resolver, public std::enable_shared_from_th
         const std::string group = PriorityGroup(name, p);
         if (p + 1 < cs.endpoints->size()) result.fallback[group] = PriorityGroup(name, p + 1);
         std::vector<size_t>& members = result.groups[group];
-        for (const transport::Address& a : (*cs.endpoints)[p]) {
-          auto [it, added] = index.try_emplace(a.ToString(), result.addresses.size());
-          if (added) result.addresses.push_back(a);
-          members.push_back(it->second);
+        for (const transport::Address& a : (*cs.endpoints)[p]) add(members, a);
+      }
+      // Several weighted localities in the first priority: the router
+      // draws one by weight; a locality whose endpoints all fail falls
+      // back to the whole priority (then down the priorities).
+      if (cs.localities.size() > 1) {
+        for (const ClusterState::Locality& l : cs.localities) {
+          const std::string group = absl::StrCat(name, " ", l.name);
+          localities[name].emplace_back(group, l.weight);
+          result.fallback[group] = name;
+          std::vector<size_t>& members = result.groups[group];
+          for (const transport::Address& a : l.addresses) add(members, a);
         }
       }
     }
@@ -306,7 +337,8 @@ class XdsResolverImpl final : public Resolver, public std::enable_shared_from_th
             ? absl::StrCat(R"({"loadBalancingConfig": [{"least_request_experimental": {"choiceCount": )",
                            choices, "}}]}")
             : R"({"loadBalancingConfig": [{"round_robin": {}}]})";
-    result.router = std::make_shared<XdsRouter>(routes_->config, routes_->routes, std::move(failed));
+    result.router =
+        std::make_shared<XdsRouter>(routes_->config, routes_->routes, std::move(failed), std::move(localities));
     published_ = true;
     MutexLock lock(&mu_);
     if (!listener_) return;

@@ -13,10 +13,11 @@
 // host's routes name, each a group of the channel's addresses; each call
 // is routed by an XdsRouter (path, headers, runtime fraction, weighted
 // clusters; decision 0038). EDS clusters only (aggregate and LOGICAL_DNS
-// fail the calls routed to them, saying so); per cluster, the lowest
-// priority that has endpoints, every HEALTHY/UNKNOWN endpoint of its
-// localities; one policy for the channel (least_request when every
-// cluster asks for it, else round_robin); locality weights not applied.
+// fail the calls routed to them, saying so); per cluster, the first
+// priority that has endpoints (the next ones its fallbacks), its
+// localities drawn by weight, every HEALTHY/UNKNOWN endpoint of theirs;
+// one policy for the channel (least_request when every cluster asks for
+// it, else round_robin).
 #ifndef RINGRPC_CLIENT_XDS_XDS_RESOLVER_H_
 #define RINGRPC_CLIENT_XDS_XDS_RESOLVER_H_
 

@@ -64,8 +64,8 @@ bool StringMatch(const XdsHeaderMatcher& m, absl::string_view v) {
 }  // namespace
 
 XdsRouter::XdsRouter(std::string route_config, std::vector<XdsRoute> routes,
-                     std::map<std::string, std::string> failed)
-    : route_config_(std::move(route_config)), failed_(std::move(failed)) {
+                     std::map<std::string, std::string> failed, std::map<std::string, Localities> localities)
+    : route_config_(std::move(route_config)), failed_(std::move(failed)), localities_(std::move(localities)) {
   for (XdsRoute& r : routes) {
     Compiled c;
     if (r.path_kind == XdsRoute::PathKind::kRegex) c.path_regex = Compile(r.path, r.case_sensitive);
@@ -147,6 +147,22 @@ absl::StatusOr<std::string> XdsRouter::Route(const CallRouteInfo& call) const {
       pick -= w.weight;
     }
     if (auto it = failed_.find(*cluster); it != failed_.end()) return absl::UnavailableError(it->second);
+    auto l = localities_.find(*cluster);
+    if (l == localities_.end()) return *cluster;
+    // The locality: another draw, from bits mixed out of the same number
+    // (splitmix64's finaliser), so it does not follow the cluster's.
+    uint64_t z = call.random + 0x9e3779b97f4a7c15ULL;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    z ^= z >> 31;
+    uint64_t total = 0;
+    for (const auto& [group, weight] : l->second) total += weight;
+    if (total == 0) return *cluster;
+    uint64_t at = z % total;
+    for (const auto& [group, weight] : l->second) {
+      if (at < weight) return group;
+      at -= weight;
+    }
     return *cluster;
   }
   return absl::UnavailableError(absl::StrCat("xDS: no route of RouteConfiguration \"", route_config_,

@@ -2,8 +2,9 @@
 // A27, A28): the virtual host's routes, in order, matched against the
 // call's path and metadata; the first that matches (and whose runtime
 // fraction lets it) names the cluster, one of its weighted clusters drawn
-// at random by weight. The channel then picks an address among that
-// cluster's endpoints (ResolverResult::groups).
+// at random by weight, then (for a cluster with several localities) one
+// of its localities by weight. The channel then picks an address among
+// that cluster's or locality's endpoints (ResolverResult::groups).
 //
 // Header matching as A28: names are lower case; a "-bin" header never
 // matches (as if absent); "content-type" is "application/grpc"; several
@@ -34,11 +35,19 @@ namespace ringrpc::xds {
 
 class XdsRouter final : public CallRouter {
  public:
+  // A cluster's localities (their groups) and weights: a call routed to
+  // the cluster goes to one of them, drawn by weight (A27's
+  // weighted_target).
+  using Localities = std::vector<std::pair<std::string, uint32_t>>;
+
   // `routes`: the chosen virtual host's, of RouteConfiguration
   // `route_config` (for messages). `failed`: clusters whose calls fail,
   // with the reason (UNAVAILABLE "xDS: Cluster "b" does not exist").
+  // `localities`: clusters whose calls go to a locality's group rather
+  // than the cluster's.
   XdsRouter(std::string route_config, std::vector<XdsRoute> routes,
-            std::map<std::string, std::string> failed);
+            std::map<std::string, std::string> failed,
+            std::map<std::string, Localities> localities = {});
   ~XdsRouter() override;
 
   absl::StatusOr<std::string> Route(const CallRouteInfo& call) const override;
@@ -52,6 +61,7 @@ class XdsRouter final : public CallRouter {
 
   const std::string route_config_;
   const std::map<std::string, std::string> failed_;
+  const std::map<std::string, Localities> localities_;
   std::vector<Compiled> routes_;
 };
 

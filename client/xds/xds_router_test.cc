@@ -115,6 +115,25 @@ TEST(XdsRouterTest, WeightedClustersSplitByWeightAndFractionsByTheirShare) {
   EXPECT_EQ(RouteOf(fractional, "/a", {}, 250000), "rest");
 }
 
+TEST(XdsRouterTest, ACallToAClusterWithLocalitiesGoesToOneByWeight) {
+  XdsRoute split = Prefix("", "");
+  split.clusters = {{"a", 50}, {"b", 50}};
+  XdsRouter router("rc", {split}, {}, {{"a", {{"a z1", 3}, {"a z2", 1}}}});
+  std::map<std::string, int> n;
+  uint64_t x = 0x2545f4914f6cdd1dULL;
+  for (int i = 0; i < 100000; ++i) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    ++n[RouteOf(router, "/a", {}, x)];
+  }
+  // b has no localities listed: its own group; a's half splits 3:1.
+  EXPECT_NEAR(n["b"], 50000, 1000);
+  EXPECT_NEAR(n["a z1"], 37500, 1000);
+  EXPECT_NEAR(n["a z2"], 12500, 1000);
+  EXPECT_EQ(n.size(), 3u);
+}
+
 TEST(XdsRouterTest, AFailedClusterFailsTheCallsRoutedToItWithItsReason) {
   XdsRouter router("rc", {Prefix("/b", "b"), Prefix("", "a")}, {{"b", "xDS: Cluster \"b\" does not exist"}});
   EXPECT_EQ(RouteOf(router, "/b.S/M"), "error: xDS: Cluster \"b\" does not exist");

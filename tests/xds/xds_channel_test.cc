@@ -388,6 +388,34 @@ TEST_F(XdsChannelTest, APriorityFailsOverToTheNextAndBack) {
   }
 }
 
+TEST_F(XdsChannelTest, LocalityWeightsSplitACluster3To1) {
+  Snapshot s("2");
+  s.Add(ListenerJson("greeter", "greeter-routes"))
+      .Add(RouteConfigJson("greeter-routes", {{"c1", 1}}))
+      .Add(ClusterJson("c1"))
+      .Add(EndpointsJson("c1", {{.endpoints = {backends_[0]->address(), backends_[2]->address()}, .weight = 3},
+                                {.endpoints = {backends_[1]->address()}, .weight = 1, .zone = "z2"}}));
+  Serve(s);
+  auto stub = TestService::NewStub(XdsChannel("xds:///greeter"));
+  constexpr int kCalls = 4000;
+  std::map<std::string, int> per_backend;
+  for (int i = 0; i < kCalls; ++i) {
+    std::string peer;
+    ASSERT_TRUE(Call(*stub, &peer).ok());
+    ++per_backend[peer];
+  }
+  const int z1 = per_backend[backends_[0]->address()] + per_backend[backends_[2]->address()];
+  const int z2 = per_backend[backends_[1]->address()];
+  std::printf("locality weights 3:1: %d calls to z1 (%.2f%%: %d and %d on its two endpoints), %d to z2 (%.2f%%)\n",
+              z1, 100.0 * z1 / kCalls, per_backend[backends_[0]->address()],
+              per_backend[backends_[2]->address()], z2, 100.0 * z2 / kCalls);
+  EXPECT_EQ(z1 + z2, kCalls);
+  EXPECT_NEAR(z1, 3000, 200);  // 5 points of 4000
+  EXPECT_NEAR(z2, 1000, 200);
+  // Within z1, round_robin over its two endpoints.
+  EXPECT_NEAR(per_backend[backends_[0]->address()], per_backend[backends_[2]->address()], 20);
+}
+
 TEST_F(XdsChannelTest, AMissingClusterFailsOnlyTheCallsRoutedToIt) {
   Snapshot s = TwoClusters(
       backends_, {RouteJson(R"({"prefix": "", "headers": [{"name": "x-canary", "exactMatch": "yes"}]})",
