@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test: the whole suite in the default configuration (optimised,
 # debug info), again under ASAN+UBSAN, the concurrent tests (tag "tsan")
-# under ThreadSanitizer, the layer check (docs/architecture.md's map against
+# under ThreadSanitizer, the xDS scenarios with grpc-js-xds as the client
+# (tests/xds/reference), the layer check (docs/architecture.md's map against
 # the Bazel graph), a clang build of the library with -Wthread-safety as
 # errors, and the two consumers: a Bazel workspace and a CMake project that
 # use ringrpc as a dependency. Installs the Debian packages it lacks first.
@@ -51,6 +52,17 @@ run_config() {
 run_config default //...
 run_config asan --config=asan //...
 run_config tsan --config=tsan --test_tag_filters=tsan //...
+# The xDS scenarios with grpc-js-xds as the client (issue 18): its npm
+# packages first (npm ci from the registry, cached).
+if modules=$(tests/xds/reference/run.sh --install 2> "$logdir/xds-reference-install.log"); then
+  run_config xds-reference //tests/xds:reference_client_test \
+    --test_env=RINGRPC_XDS_REFERENCE_NODE_MODULES="$modules"
+else
+  tail -20 "$logdir/xds-reference-install.log"
+  echo "== xds-reference: 0 passed, 1 failed (npm packages not installed; log $logdir/xds-reference-install.log)"
+  total_fail=$((total_fail + 1))
+  status=1
+fi
 
 # A check that is not a Bazel test: one pass or one failure, its output in
 # a log named after it.

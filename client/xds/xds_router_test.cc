@@ -29,6 +29,19 @@ std::string RouteOf(const XdsRouter& router, std::string_view method, const Meta
   return c.ok() ? *c : "error: " + std::string(c.status().message());
 }
 
+// Where 100000 calls to "/a" go, their random numbers from an xorshift
+// seeded with `seed`.
+std::map<std::string, int> Draws(const XdsRouter& router, uint64_t seed) {
+  std::map<std::string, int> n;
+  for (int i = 0; i < 100000; ++i) {
+    seed ^= seed << 13;
+    seed ^= seed >> 7;
+    seed ^= seed << 17;
+    ++n[RouteOf(router, "/a", {}, seed)];
+  }
+  return n;
+}
+
 TEST(XdsRouterTest, TheFirstMatchingRouteWinsByPrefixPathOrRegex) {
   XdsRoute exact = To("exact");
   exact.path_kind = XdsRoute::PathKind::kPath;
@@ -98,14 +111,7 @@ TEST(XdsRouterTest, WeightedClustersSplitByWeightAndFractionsByTheirShare) {
   XdsRoute split = Prefix("", "");
   split.clusters = {{"a", 70}, {"b", 30}};
   XdsRouter router("rc", {split}, {});
-  std::map<std::string, int> n;
-  uint64_t x = 0x9e3779b97f4a7c15ULL;
-  for (int i = 0; i < 100000; ++i) {
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    ++n[RouteOf(router, "/a", {}, x)];
-  }
+  std::map<std::string, int> n = Draws(router, 0x9e3779b97f4a7c15ULL);
   EXPECT_NEAR(n["a"], 70000, 1000);
   EXPECT_NEAR(n["b"], 30000, 1000);
   XdsRoute some = Prefix("", "some");
@@ -119,14 +125,7 @@ TEST(XdsRouterTest, ACallToAClusterWithLocalitiesGoesToOneByWeight) {
   XdsRoute split = Prefix("", "");
   split.clusters = {{"a", 50}, {"b", 50}};
   XdsRouter router("rc", {split}, {}, {{"a", {{"a z1", 3}, {"a z2", 1}}}});
-  std::map<std::string, int> n;
-  uint64_t x = 0x2545f4914f6cdd1dULL;
-  for (int i = 0; i < 100000; ++i) {
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    ++n[RouteOf(router, "/a", {}, x)];
-  }
+  std::map<std::string, int> n = Draws(router, 0x2545f4914f6cdd1dULL);
   // b has no localities listed: its own group; a's half splits 3:1.
   EXPECT_NEAR(n["b"], 50000, 1000);
   EXPECT_NEAR(n["a z1"], 37500, 1000);

@@ -6,8 +6,6 @@
 #include <stdlib.h>
 
 #include <atomic>
-#include <fstream>
-#include <iterator>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -19,7 +17,7 @@
 #include "client/xds/xds_resolver.h"
 #include "tests/proto/echo_test.ringrpc.pb.h"
 #include "tests/testing/server_process.h"
-#include "tests/xds/snapshot.h"
+#include "tests/xds/scenario_fixture.h"
 
 namespace ringrpc {
 namespace {
@@ -30,12 +28,6 @@ using test::EchoRequest;
 using test::EchoResponse;
 using test::ringrpc::TestService;
 using testing::ServerProcess;
-
-std::unique_ptr<ServerProcess> Backend() {
-  auto s = ServerProcess::Start("127.0.0.1:0", "tests/server/test_server");
-  EXPECT_TRUE(s.ok()) << s.status();
-  return s.ok() ? std::move(*s) : nullptr;
-}
 
 // One unary call: the status, and the backend that served it.
 Status Call(TestService::Stub& stub, std::string* peer) {
@@ -49,36 +41,8 @@ Status Call(TestService::Stub& stub, std::string* peer) {
   return s;
 }
 
-class XdsChannelTest : public ::testing::Test {
+class XdsChannelTest : public XdsScenarioTest {
  protected:
-  void SetUp() override {
-    const char* tmp = std::getenv("TEST_TMPDIR");
-    const std::string dir = tmp != nullptr ? tmp : "/tmp";
-    snapshot_path_ = dir + "/snapshot.json";
-    log_path_ = dir + "/control_plane.log";
-    for (int i = 0; i < 4; ++i) backends_.push_back(Backend());
-    ASSERT_TRUE(Base("1", {0, 1}).WriteTo(snapshot_path_));
-    auto cp = ServerProcess::Start("127.0.0.1:0", "tests/xds/control_plane",
-                                   {"--snapshot=" + snapshot_path_, "--log=" + log_path_});
-    ASSERT_TRUE(cp.ok()) << cp.status();
-    control_plane_ = std::move(*cp);
-    bootstrap_ = absl::StrCat(R"({"xds_servers": [{"server_uri": ")", control_plane_->address(),
-                              R"(", "channel_creds": [{"type": "insecure"}]}], "node": {"id": "xds-channel-test"}})");
-  }
-
-  // The snapshot: Listener "greeter" -> routes -> cluster c1 -> the
-  // backends numbered `eps`.
-  Snapshot Base(const std::string& version, const std::vector<int>& eps) {
-    Locality l;
-    for (int i : eps) l.endpoints.push_back(backends_[i]->address());
-    Snapshot s(version);
-    s.Add(ListenerJson("greeter", "greeter-routes"))
-        .Add(RouteConfigJson("greeter-routes", {{"c1", 1}}))
-        .Add(ClusterJson("c1"))
-        .Add(EndpointsJson("c1", {l}));
-    return s;
-  }
-
   // A channel to `target` on an XdsClient of the test's own (short timers).
   std::shared_ptr<Channel> XdsChannel(const std::string& target, ChannelArguments args = {}) {
     absl::StatusOr<xds::XdsBootstrap> b = xds::ParseXdsBootstrap(bootstrap_);
@@ -95,35 +59,6 @@ class XdsChannelTest : public ::testing::Test {
     return CreateChannelWithResolver(target.substr(target.rfind('/') + 1), *resolver, args);
   }
 
-  std::string Log() const {
-    std::ifstream f(log_path_);
-    return std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
-  }
-
-  // Rewrites the snapshot and waits until the control plane has loaded it
-  // (it polls the file every 20 ms): a channel made after this never sees
-  // the one before.
-  void Serve(const Snapshot& s) {
-    const std::string loaded = "SNAPSHOT version=" + s.version();
-    const size_t before = Count(loaded);
-    ASSERT_TRUE(s.WriteTo(snapshot_path_));
-    const auto end = std::chrono::steady_clock::now() + 20s;
-    while (Count(loaded) == before && std::chrono::steady_clock::now() < end) {
-      std::this_thread::sleep_for(5ms);
-    }
-    ASSERT_GT(Count(loaded), before) << Log();
-  }
-
-  size_t Count(const std::string& line) const {
-    const std::string log = Log();
-    size_t n = 0;
-    for (size_t at = log.find(line); at != std::string::npos; at = log.find(line, at + 1)) ++n;
-    return n;
-  }
-
-  std::vector<std::unique_ptr<ServerProcess>> backends_;
-  std::unique_ptr<ServerProcess> control_plane_;
-  std::string snapshot_path_, log_path_, bootstrap_;
 };
 
 TEST_F(XdsChannelTest, CreateChannelWithAnXdsTargetCallsTheEdsEndpoints) {
@@ -235,11 +170,8 @@ TEST_F(XdsChannelTest, CallsGoOnWithTheCachedConfigWhileTheControlPlaneIsDown) {
 TEST_F(XdsChannelTest, ANackedUpdateKeepsTheLastGoodEndpoints) {
   auto stub = TestService::NewStub(XdsChannel("xds:///greeter"));
   ASSERT_TRUE(Call(*stub, nullptr).ok());
-  Snapshot bad("2");
-  bad.Add(ListenerJson("greeter", "greeter-routes"))
-      .Add(RouteConfigJson("greeter-routes", {{"c1", 1}}))
-      .Add(ClusterJson("c1"))
-      .Add(EndpointsJson("c1", {{.endpoints = {"backend.example.com:80"}}}));  // not an IP: NACKed
+  // An endpoint that is not an IP address: NACKed.
+  Snapshot bad = OneCluster("2", {{.endpoints = {"backend.example.com:80"}}});
   ASSERT_TRUE(bad.WriteTo(snapshot_path_));
   const auto end = std::chrono::steady_clock::now() + 20s;
   while (Log().find("NACK ClusterLoadAssignment") == std::string::npos &&
@@ -260,19 +192,6 @@ TEST_F(XdsChannelTest, AMissingListenerFailsCallsUnavailableNamingIt) {
   EXPECT_EQ(s.error_code(), StatusCode::UNAVAILABLE) << s.error_message();
   EXPECT_NE(s.error_message().find("Listener \"no-such-service\" does not exist"), std::string::npos)
       << s.error_message();
-}
-
-// Two clusters, a on backend 0 and b on backend 1, behind `routes`.
-Snapshot TwoClusters(const std::vector<std::unique_ptr<ServerProcess>>& backends,
-                     const std::vector<std::string>& routes) {
-  Snapshot s("2");
-  s.Add(ListenerJson("greeter", "greeter-routes"))
-      .Add(RouteConfigWithRoutes("greeter-routes", routes))
-      .Add(ClusterJson("a"))
-      .Add(ClusterJson("b"))
-      .Add(EndpointsJson("a", {{.endpoints = {backends[0]->address()}}}))
-      .Add(EndpointsJson("b", {{.endpoints = {backends[1]->address()}}}));
-  return s;
 }
 
 TEST_F(XdsChannelTest, WeightedClustersSplitTheCalls70To30) {
@@ -308,11 +227,7 @@ TEST_F(XdsChannelTest, WeightedClustersSplitTheCalls70To30) {
 }
 
 TEST_F(XdsChannelTest, RoutesMatchTheCallsPathAndHeadersInOrder) {
-  Serve(TwoClusters(
-      backends_,
-      {RouteJson(R"({"prefix": "", "headers": [{"name": "x-canary", "exactMatch": "yes"}]})", {{"b", 1}}),
-       RouteJson(R"({"path": "/ringrpc.test.TestService/Stats"})", {{"b", 1}}),
-       RouteJson(R"({"prefix": "/ringrpc.test."})", {{"a", 1}})}));
+  Serve(CanaryAndStatsToB(backends_));
   auto stub = TestService::NewStub(XdsChannel("xds:///greeter"));
   for (int i = 0; i < 20; ++i) {
     std::string peer;
@@ -333,12 +248,8 @@ TEST_F(XdsChannelTest, RoutesMatchTheCallsPathAndHeadersInOrder) {
 }
 
 TEST_F(XdsChannelTest, APriorityFailsOverToTheNextAndBack) {
-  Snapshot s("2");
-  s.Add(ListenerJson("greeter", "greeter-routes"))
-      .Add(RouteConfigJson("greeter-routes", {{"c1", 1}}))
-      .Add(ClusterJson("c1"))
-      .Add(EndpointsJson("c1", {{.endpoints = {backends_[0]->address()}, .priority = 0},
-                                {.endpoints = {backends_[1]->address()}, .priority = 1, .zone = "z2"}}));
+  Snapshot s = OneCluster("2", {{.endpoints = {backends_[0]->address()}, .priority = 0},
+                                {.endpoints = {backends_[1]->address()}, .priority = 1, .zone = "z2"}});
   Serve(s);
   ChannelArguments args;
   args.SetInt("grpc.initial_reconnect_backoff_ms", 200);
@@ -389,12 +300,8 @@ TEST_F(XdsChannelTest, APriorityFailsOverToTheNextAndBack) {
 }
 
 TEST_F(XdsChannelTest, LocalityWeightsSplitACluster3To1) {
-  Snapshot s("2");
-  s.Add(ListenerJson("greeter", "greeter-routes"))
-      .Add(RouteConfigJson("greeter-routes", {{"c1", 1}}))
-      .Add(ClusterJson("c1"))
-      .Add(EndpointsJson("c1", {{.endpoints = {backends_[0]->address(), backends_[2]->address()}, .weight = 3},
-                                {.endpoints = {backends_[1]->address()}, .weight = 1, .zone = "z2"}}));
+  Snapshot s = OneCluster("2", {{.endpoints = {backends_[0]->address(), backends_[2]->address()}, .weight = 3},
+                                {.endpoints = {backends_[1]->address()}, .weight = 1, .zone = "z2"}});
   Serve(s);
   auto stub = TestService::NewStub(XdsChannel("xds:///greeter"));
   constexpr int kCalls = 4000;
