@@ -175,6 +175,7 @@ class XdsResolverImpl final : public Resolver, public std::enable_shared_from_th
   void OnRoutes(const XdsRouteConfig& rc) {
     const XdsVirtualHost* vh = PickVirtualHost(rc, authority_);
     if (vh == nullptr) {
+      routes_.reset();  // no later update of a cluster publishes the old routes again
       return Fail(absl::StrCat("xDS: RouteConfiguration \"", rc.name, "\" has no virtual host for \"",
                                authority_, "\""));
     }
@@ -212,8 +213,15 @@ class XdsResolverImpl final : public Resolver, public std::enable_shared_from_th
                                 " cluster: not supported yet (EDS clusters are)");
       return MaybePublish();
     }
+    const std::string eds = c.eds_service_name.empty() ? c.name : c.eds_service_name;
+    if (cs.eds.link == nullptr || cs.eds.name != eds) {
+      // New endpoints to wait for: not settled (an earlier failure, or
+      // another service name's endpoints, no longer say anything).
+      cs.endpoints.reset();
+      cs.failure.clear();
+    }
     cs.cluster = c;
-    Watch(cs.eds, ResourceType::kEndpoints, c.eds_service_name.empty() ? c.name : c.eds_service_name, name);
+    Watch(cs.eds, ResourceType::kEndpoints, eds, name);
     MaybePublish();  // the policy may have changed, the endpoints not
   }
 

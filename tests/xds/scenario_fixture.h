@@ -89,6 +89,16 @@ class XdsScenarioTest : public ::testing::Test {
     ASSERT_GT(Count(loaded), before) << Log();
   }
 
+  // The control plane's log has `needle`, within `timeout`.
+  bool WaitForLog(const std::string& needle, std::chrono::milliseconds timeout = 20s) const {
+    const auto end = std::chrono::steady_clock::now() + timeout;
+    while (Log().find(needle) == std::string::npos) {
+      if (std::chrono::steady_clock::now() >= end) return false;
+      std::this_thread::sleep_for(10ms);
+    }
+    return true;
+  }
+
   size_t Count(const std::string& line) const {
     const std::string log = Log();
     size_t n = 0;

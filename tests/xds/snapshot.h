@@ -48,12 +48,14 @@ inline std::string RouteJson(const std::string& match,
                       absl::StrJoin(wc, ", "), "]}}}");
 }
 
-// One virtual host for every domain, with these routes in order.
-inline std::string RouteConfigWithRoutes(const std::string& name, const std::vector<std::string>& routes) {
+// One virtual host for `domain` (every domain by default), with these
+// routes in order.
+inline std::string RouteConfigWithRoutes(const std::string& name, const std::vector<std::string>& routes,
+                                         const std::string& domain = "*") {
   return absl::StrCat(
       R"({"@type": "type.googleapis.com/envoy.config.route.v3.RouteConfiguration", "name": ")", name,
-      R"(", "virtualHosts": [{"name": "all", "domains": ["*"], "routes": [)", absl::StrJoin(routes, ", "),
-      "]}]}");
+      R"(", "virtualHosts": [{"name": "all", "domains": [")", domain, R"("], "routes": [)",
+      absl::StrJoin(routes, ", "), "]}]}");
 }
 
 // One route (prefix `prefix`) to the weighted clusters.

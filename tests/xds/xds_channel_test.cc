@@ -173,12 +173,7 @@ TEST_F(XdsChannelTest, ANackedUpdateKeepsTheLastGoodEndpoints) {
   // An endpoint that is not an IP address: NACKed.
   Snapshot bad = OneCluster("2", {{.endpoints = {"backend.example.com:80"}}});
   ASSERT_TRUE(bad.WriteTo(snapshot_path_));
-  const auto end = std::chrono::steady_clock::now() + 20s;
-  while (Log().find("NACK ClusterLoadAssignment") == std::string::npos &&
-         std::chrono::steady_clock::now() < end) {
-    std::this_thread::sleep_for(10ms);
-  }
-  ASSERT_NE(Log().find("NACK ClusterLoadAssignment version=1"), std::string::npos) << Log();
+  ASSERT_TRUE(WaitForLog("NACK ClusterLoadAssignment version=1")) << Log();
   for (int i = 0; i < 50; ++i) {
     std::string peer;
     ASSERT_TRUE(Call(*stub, &peer).ok());
@@ -321,6 +316,38 @@ TEST_F(XdsChannelTest, LocalityWeightsSplitACluster3To1) {
   EXPECT_NEAR(z2, 1000, 200);
   // Within z1, round_robin over its two endpoints.
   EXPECT_NEAR(per_backend[backends_[0]->address()], per_backend[backends_[2]->address()], 20);
+}
+
+TEST_F(XdsChannelTest, RoutesWithNoVirtualHostForTheTargetFailCallsEvenAfterAnEdsUpdate) {
+  auto stub = TestService::NewStub(XdsChannel("xds:///greeter"));
+  ASSERT_TRUE(Call(*stub, nullptr).ok());
+  auto elsewhere = [&](const std::string& version, int backend) {
+    Snapshot s(version);
+    s.Add(ListenerJson("greeter", "greeter-routes"))
+        .Add(RouteConfigWithRoutes("greeter-routes", {RouteJson(R"({"prefix": ""})", {{"c1", 1}})},
+                                   "other.example.com"))
+        .Add(ClusterJson("c1"))
+        .Add(EndpointsJson("c1", {{.endpoints = {backends_[backend]->address()}}}));
+    return s;
+  };
+  Serve(elsewhere("2", 0));
+  const std::string why = "xDS: RouteConfiguration \"greeter-routes\" has no virtual host for \"greeter\"";
+  const auto end = std::chrono::steady_clock::now() + 20s;
+  Status st;
+  do {
+    st = Call(*stub, nullptr);
+  } while (st.ok() && std::chrono::steady_clock::now() < end);
+  EXPECT_EQ(st.error_code(), StatusCode::UNAVAILABLE);
+  EXPECT_EQ(st.error_message(), why);
+  // The cluster's endpoints change: the routes still have nothing for
+  // "greeter", so calls still fail (the old routes are not published
+  // again).
+  Serve(elsewhere("3", 2));
+  EXPECT_TRUE(WaitForLog("ACK ClusterLoadAssignment version=3")) << Log();
+  for (int i = 0; i < 20; ++i) {
+    st = Call(*stub, nullptr);
+    EXPECT_EQ(st.error_message(), why);
+  }
 }
 
 TEST_F(XdsChannelTest, AMissingClusterFailsOnlyTheCallsRoutedToIt) {
