@@ -308,7 +308,8 @@ class ChannelState : public std::enable_shared_from_this<ChannelState> {
   // CQ thread `pt`'s own: its copy of the list, groups and router brought
   // up to the current version.
   void Refresh(PerThread& pt);
-  // The addresses `group` names in `pt` ("" or unknown: the whole list).
+  // The addresses `group` names in `pt` ("": the whole list; a group the
+  // resolver did not give: none).
   static const std::vector<std::shared_ptr<Subchannel>>& ListFor(const PerThread& pt,
                                                                  std::string_view group);
 };
