@@ -567,10 +567,17 @@ Task<Step> PickAndLease(Attempt& a) {
   const bool resolved = a.st.resolved_once();
   // Routed again each round: a new resolver answer may have moved the
   // groups (a channel without a router gets "" at the cost of a compare).
-  absl::StatusOr<std::string> group = a.st.Route(a.index, a.method, *a.metadata);
-  if (!group.ok()) co_return Fail(a, Status::FromAbsl(group.status()));
+  absl::StatusOr<CallRoute> route = a.st.Route(a.index, a.method, *a.metadata);
+  if (!route.ok()) co_return Fail(a, Status::FromAbsl(route.status()));
+  // The route's limit on the call's length shortens its deadline (A31);
+  // a later round's, counted from later, never lengthens it.
+  if (route->max_duration) {
+    const TimePoint now = a.loop.Now();
+    const Duration limit = std::chrono::duration_cast<Duration>(*route->max_duration);
+    if (a.deadline - now > limit) a.deadline = now + limit;
+  }
   // The loop's time, as the backoff check below uses: the two agree.
-  a.group = std::string(a.st.Failover(a.index, *group, a.loop.Now()));
+  a.group = std::string(a.st.Failover(a.index, route->group, a.loop.Now()));
   a.sc = a.st.Pick(a.index, a.group);
   if (a.sc == nullptr) {
     a.last = a.st.NoPickError(a.index, a.group);

@@ -22,6 +22,7 @@
 #define RINGRPC_CLIENT_RESOLVER_H_
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <functional>
 #include <map>
@@ -55,12 +56,20 @@ struct CallRouteInfo {
 // one named group of the resolver's addresses, and the channel's policy
 // picks within that group. Called on CQ threads, concurrently: const and
 // without locks.
+// Where a call goes: a group of the resolver's addresses, and at most how
+// long it may last (xDS's max_stream_duration, gRFC A31: the call's own
+// deadline is shortened to it, never lengthened).
+struct CallRoute {
+  std::string group;
+  std::optional<std::chrono::milliseconds> max_duration;
+};
+
 class CallRouter {
  public:
   virtual ~CallRouter() = default;
   // The group the call goes to (a key of ResolverResult::groups), or the
   // status the call fails with (UNAVAILABLE "no route matches ...").
-  virtual absl::StatusOr<std::string> Route(const CallRouteInfo& call) const = 0;
+  virtual absl::StatusOr<CallRoute> Route(const CallRouteInfo& call) const = 0;
 };
 
 // What a resolver found: the addresses and, if it carries one, a service

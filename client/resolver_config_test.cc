@@ -197,13 +197,13 @@ TEST_F(ResolverConfigTest, HealthChecksFollowTheResolversConfig) {
 // group "main"; "fail" fails the call.
 class HeaderRouter final : public CallRouter {
  public:
-  absl::StatusOr<std::string> Route(const CallRouteInfo& call) const override {
+  absl::StatusOr<CallRoute> Route(const CallRouteInfo& call) const override {
     for (const auto& [k, v] : call.metadata) {
       if (k != "group") continue;
       if (v == "fail") return absl::UnavailableError("routed nowhere");
-      return v;
+      return CallRoute{.group = v};
     }
-    return std::string("main");
+    return CallRoute{.group = "main"};
   }
 };
 

@@ -387,11 +387,11 @@ const std::vector<std::shared_ptr<Subchannel>>& ChannelState::ListFor(const PerT
   return it == pt.groups.end() ? kNone : it->second.list;
 }
 
-absl::StatusOr<std::string> ChannelState::Route(size_t thread, std::string_view method,
-                                                const transport::Metadata& metadata) {
+absl::StatusOr<CallRoute> ChannelState::Route(size_t thread, std::string_view method,
+                                              const transport::Metadata& metadata) {
   PerThread& pt = per_thread_[thread];
   Refresh(pt);
-  if (pt.router == nullptr) return std::string();
+  if (pt.router == nullptr) return CallRoute{};
   if (pt.route_rng == 0) pt.route_rng = pt.seed | 1;
   pt.route_rng ^= pt.route_rng << 13;  // xorshift64
   pt.route_rng ^= pt.route_rng >> 7;

@@ -157,8 +157,8 @@ class ChannelState : public std::enable_shared_from_this<ChannelState> {
   // CQ thread `thread` only: the group of the resolver's addresses a call
   // goes to (its CallRouter's answer; "" without one, every call to the
   // whole list), or the status it fails with.
-  absl::StatusOr<std::string> Route(size_t thread, std::string_view method,
-                                    const transport::Metadata& metadata);
+  absl::StatusOr<CallRoute> Route(size_t thread, std::string_view method,
+                                  const transport::Metadata& metadata);
   // CQ thread `thread` only, among the addresses of `group` (Route's
   // answer; "" the whole list). pick_first: the first READY address, else
   // the first not failing, else the first. round_robin: the next address

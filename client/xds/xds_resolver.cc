@@ -43,7 +43,7 @@ DomainMatch Match(const std::string& pattern_in, const std::string& host_in) {
 class FailingRouter final : public CallRouter {
  public:
   explicit FailingRouter(std::string why) : why_(std::move(why)) {}
-  absl::StatusOr<std::string> Route(const CallRouteInfo&) const override {
+  absl::StatusOr<CallRoute> Route(const CallRouteInfo&) const override {
     return absl::UnavailableError(why_);
   }
 
@@ -152,11 +152,13 @@ class XdsResolverImpl final : public Resolver, public std::enable_shared_from_th
     switch (type) {
       case ResourceType::kListener: {
         const XdsListener& l = std::get<XdsListener>(r);
+        listener_max_duration_ms_ = l.max_stream_duration_ms;
         if (l.inline_routes) {
           Unwatch(routes_watch_);
           OnRoutes(*l.inline_routes);
         } else {
           Watch(routes_watch_, ResourceType::kRouteConfig, l.rds_name, "");
+          MaybePublish();  // the same routes, maybe another max_stream_duration
         }
         return;
       }
@@ -345,8 +347,8 @@ class XdsResolverImpl final : public Resolver, public std::enable_shared_from_th
             ? absl::StrCat(R"({"loadBalancingConfig": [{"least_request_experimental": {"choiceCount": )",
                            choices, "}}]}")
             : R"({"loadBalancingConfig": [{"round_robin": {}}]})";
-    result.router =
-        std::make_shared<XdsRouter>(routes_->config, routes_->routes, std::move(failed), std::move(localities));
+    result.router = std::make_shared<XdsRouter>(routes_->config, routes_->routes, std::move(failed),
+                                                std::move(localities), listener_max_duration_ms_);
     published_ = true;
     MutexLock lock(&mu_);
     if (!listener_) return;
@@ -375,6 +377,7 @@ class XdsResolverImpl final : public Resolver, public std::enable_shared_from_th
     std::vector<XdsRoute> routes;
   };
   std::optional<Routes> routes_;  // the virtual host's, once known
+  std::optional<int64_t> listener_max_duration_ms_;  // the Listener's max_stream_duration
   std::map<std::string, ClusterState> clusters_;
   bool published_ = false;
 

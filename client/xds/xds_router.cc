@@ -64,8 +64,12 @@ bool StringMatch(const XdsHeaderMatcher& m, absl::string_view v) {
 }  // namespace
 
 XdsRouter::XdsRouter(std::string route_config, std::vector<XdsRoute> routes,
-                     std::map<std::string, std::string> failed, std::map<std::string, Localities> localities)
-    : route_config_(std::move(route_config)), failed_(std::move(failed)), localities_(std::move(localities)) {
+                     std::map<std::string, std::string> failed, std::map<std::string, Localities> localities,
+                     std::optional<int64_t> max_stream_duration_ms)
+    : route_config_(std::move(route_config)),
+      failed_(std::move(failed)),
+      localities_(std::move(localities)),
+      max_stream_duration_ms_(max_stream_duration_ms) {
   for (XdsRoute& r : routes) {
     Compiled c;
     if (r.path_kind == XdsRoute::PathKind::kRegex) c.path_regex = Compile(r.path, r.case_sensitive);
@@ -129,7 +133,7 @@ bool XdsRouter::Matches(const Compiled& c, const CallRouteInfo& call) const {
   return true;
 }
 
-absl::StatusOr<std::string> XdsRouter::Route(const CallRouteInfo& call) const {
+absl::StatusOr<CallRoute> XdsRouter::Route(const CallRouteInfo& call) const {
   for (const Compiled& c : routes_) {
     if (!Matches(c, call)) continue;
     if (c.route.non_forwarding || c.total_weight == 0) {
@@ -147,26 +151,35 @@ absl::StatusOr<std::string> XdsRouter::Route(const CallRouteInfo& call) const {
       pick -= w.weight;
     }
     if (auto it = failed_.find(*cluster); it != failed_.end()) return absl::UnavailableError(it->second);
-    auto l = localities_.find(*cluster);
-    if (l == localities_.end()) return *cluster;
-    // The locality: another draw, from bits mixed out of the same number
-    // (splitmix64's finaliser), so it does not follow the cluster's.
-    uint64_t z = call.random + 0x9e3779b97f4a7c15ULL;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    z ^= z >> 31;
-    uint64_t total = 0;
-    for (const auto& [group, weight] : l->second) total += weight;
-    if (total == 0) return *cluster;
-    uint64_t at = z % total;
-    for (const auto& [group, weight] : l->second) {
-      if (at < weight) return group;
-      at -= weight;
-    }
-    return *cluster;
+    CallRoute out;
+    const std::optional<int64_t>& limit =
+        c.route.max_stream_duration_ms ? c.route.max_stream_duration_ms : max_stream_duration_ms_;
+    if (limit && *limit > 0) out.max_duration = std::chrono::milliseconds(*limit);
+    out.group = Locality(*cluster, call.random);
+    return out;
   }
   return absl::UnavailableError(absl::StrCat("xDS: no route of RouteConfiguration \"", route_config_,
                                              "\" matches ", A(call.method)));
+}
+
+std::string XdsRouter::Locality(const std::string& cluster, uint64_t random) const {
+  auto l = localities_.find(cluster);
+  if (l == localities_.end()) return cluster;
+  // Another draw, from bits mixed out of the same number (splitmix64's
+  // finaliser), so it does not follow the cluster's.
+  uint64_t z = random + 0x9e3779b97f4a7c15ULL;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  z ^= z >> 31;
+  uint64_t total = 0;
+  for (const auto& [group, weight] : l->second) total += weight;
+  if (total == 0) return cluster;
+  uint64_t at = z % total;
+  for (const auto& [group, weight] : l->second) {
+    if (at < weight) return group;
+    at -= weight;
+  }
+  return cluster;
 }
 
 }  // namespace ringrpc::xds

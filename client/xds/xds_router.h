@@ -4,7 +4,9 @@
 // fraction lets it) names the cluster, one of its weighted clusters drawn
 // at random by weight, then (for a cluster with several localities) one
 // of its localities by weight. The channel then picks an address among
-// that cluster's or locality's endpoints (ResolverResult::groups).
+// that cluster's or locality's endpoints (ResolverResult::groups). The
+// route's max_stream_duration (grpc_timeout_header_max first), else the
+// Listener's, caps the call's deadline (A31).
 //
 // Header matching as A28: names are lower case; a "-bin" header never
 // matches (as if absent); "content-type" is "application/grpc"; several
@@ -20,6 +22,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -45,12 +48,15 @@ class XdsRouter final : public CallRouter {
   // with the reason (UNAVAILABLE "xDS: Cluster "b" does not exist").
   // `localities`: clusters whose calls go to a locality's group rather
   // than the cluster's.
+  // `max_stream_duration_ms`: the Listener's, for routes without their
+  // own (A31; 0 or none: no limit).
   XdsRouter(std::string route_config, std::vector<XdsRoute> routes,
             std::map<std::string, std::string> failed,
-            std::map<std::string, Localities> localities = {});
+            std::map<std::string, Localities> localities = {},
+            std::optional<int64_t> max_stream_duration_ms = std::nullopt);
   ~XdsRouter() override;
 
-  absl::StatusOr<std::string> Route(const CallRouteInfo& call) const override;
+  absl::StatusOr<CallRoute> Route(const CallRouteInfo& call) const override;
 
   // The clusters some route may send calls to.
   std::vector<std::string> Clusters() const;
@@ -58,10 +64,13 @@ class XdsRouter final : public CallRouter {
  private:
   struct Compiled;
   bool Matches(const Compiled& c, const CallRouteInfo& call) const;
+  // `cluster`'s locality group drawn with `random` (or `cluster` itself).
+  std::string Locality(const std::string& cluster, uint64_t random) const;
 
   const std::string route_config_;
   const std::map<std::string, std::string> failed_;
   const std::map<std::string, Localities> localities_;
+  const std::optional<int64_t> max_stream_duration_ms_;
   std::vector<Compiled> routes_;
 };
 

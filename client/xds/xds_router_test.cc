@@ -25,8 +25,8 @@ XdsRoute Prefix(std::string prefix, std::string cluster) {
 
 std::string RouteOf(const XdsRouter& router, std::string_view method, const Metadata& md = {},
                     uint64_t random = 0) {
-  absl::StatusOr<std::string> c = router.Route({.method = method, .metadata = md, .random = random});
-  return c.ok() ? *c : "error: " + std::string(c.status().message());
+  absl::StatusOr<CallRoute> c = router.Route({.method = method, .metadata = md, .random = random});
+  return c.ok() ? c->group : "error: " + std::string(c.status().message());
 }
 
 // Where 100000 calls to "/a" go, their random numbers from an xorshift
@@ -137,6 +137,27 @@ TEST(XdsRouterTest, AFailedClusterFailsTheCallsRoutedToItWithItsReason) {
   XdsRouter router("rc", {Prefix("/b", "b"), Prefix("", "a")}, {{"b", "xDS: Cluster \"b\" does not exist"}});
   EXPECT_EQ(RouteOf(router, "/b.S/M"), "error: xDS: Cluster \"b\" does not exist");
   EXPECT_EQ(RouteOf(router, "/a.S/M"), "a");
+}
+
+TEST(XdsRouterTest, TheRoutesMaxStreamDurationElseTheListenersLimitsTheCall) {
+  XdsRoute own = Prefix("/own", "a");
+  own.max_stream_duration_ms = 250;
+  XdsRoute zero = Prefix("/zero", "a");
+  zero.max_stream_duration_ms = 0;  // no limit, not the Listener's
+  XdsRouter router("rc", {own, zero, Prefix("", "a")}, {}, {}, 1000);
+  const std::vector<std::pair<std::string, std::string>> md;
+  auto limit = [&](std::string_view method) {
+    absl::StatusOr<CallRoute> r = router.Route({.method = method, .metadata = md, .random = 0});
+    EXPECT_TRUE(r.ok());
+    return r.ok() ? r->max_duration : std::nullopt;
+  };
+  EXPECT_EQ(limit("/own.S/M"), std::chrono::milliseconds(250));
+  EXPECT_EQ(limit("/zero.S/M"), std::nullopt);
+  EXPECT_EQ(limit("/other.S/M"), std::chrono::milliseconds(1000));
+  XdsRouter unlimited("rc", {Prefix("", "a")}, {});
+  absl::StatusOr<CallRoute> r = unlimited.Route({.method = "/a", .metadata = md, .random = 0});
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->max_duration, std::nullopt);
 }
 
 }  // namespace

@@ -39,13 +39,15 @@ inline std::string InvalidListenerJson(const std::string& name) {
 }
 
 // One route: `match` (a RouteMatch in JSON) to the weighted clusters (a
-// single one: weight 1).
+// single one: weight 1); `action`: more RouteAction fields in JSON
+// (`"maxStreamDuration": {...}`).
 inline std::string RouteJson(const std::string& match,
-                             const std::vector<std::pair<std::string, int>>& clusters) {
+                             const std::vector<std::pair<std::string, int>>& clusters,
+                             const std::string& action = "") {
   std::vector<std::string> wc;
   for (const auto& [c, w] : clusters) wc.push_back(absl::StrCat(R"({"name": ")", c, R"(", "weight": )", w, "}"));
   return absl::StrCat(R"({"match": )", match, R"(, "route": {"weightedClusters": {"clusters": [)",
-                      absl::StrJoin(wc, ", "), "]}}}");
+                      absl::StrJoin(wc, ", "), "]}", action.empty() ? "" : ", ", action, "}}");
 }
 
 // One virtual host for `domain` (every domain by default), with these

@@ -350,6 +350,34 @@ TEST_F(XdsChannelTest, RoutesWithNoVirtualHostForTheTargetFailCallsEvenAfterAnEd
   }
 }
 
+TEST_F(XdsChannelTest, ARoutesMaxStreamDurationShortensTheCallsDeadline) {
+  Serve(TwoClusters(
+      backends_, {RouteJson(R"({"prefix": "", "headers": [{"name": "x-limited", "presentMatch": true}]})",
+                            {{"a", 1}}, R"("maxStreamDuration": {"grpcTimeoutHeaderMax": "0.3s"})"),
+                  RouteJson(R"({"prefix": ""})", {{"b", 1}})}));
+  auto stub = TestService::NewStub(XdsChannel("xds:///greeter"));
+  // A call that sleeps `sleep_ms` on the server, the caller allowing 20 s.
+  auto call = [&](bool limited, int sleep_ms, std::chrono::steady_clock::duration* took) {
+    ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + 20s);
+    if (limited) ctx.AddMetadata("x-limited", "1");
+    EchoRequest req;
+    req.set_sleep_ms(sleep_ms);
+    EchoResponse resp;
+    const auto start = std::chrono::steady_clock::now();
+    Status st = stub->Unary(&ctx, req, &resp);
+    *took = std::chrono::steady_clock::now() - start;
+    return st;
+  };
+  std::chrono::steady_clock::duration took;
+  Status st = call(true, 3000, &took);
+  EXPECT_EQ(st.error_code(), StatusCode::DEADLINE_EXCEEDED) << st.error_message();
+  EXPECT_LT(took, 2500ms) << "the route's 0.3 s ends it, not the caller's 20 s nor the server's 3 s";
+  EXPECT_TRUE(call(true, 0, &took).ok()) << "a quick call is within the limit";
+  st = call(false, 500, &took);
+  EXPECT_TRUE(st.ok()) << "the other route has no limit: " << st.error_message();
+}
+
 TEST_F(XdsChannelTest, AMissingClusterFailsOnlyTheCallsRoutedToIt) {
   Snapshot s = TwoClusters(
       backends_, {RouteJson(R"({"prefix": "", "headers": [{"name": "x-canary", "exactMatch": "yes"}]})",
