@@ -11,7 +11,6 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "base/mutex.h"
 #include "client/xds/xds_client.h"
 #include "client/xds/xds_router.h"

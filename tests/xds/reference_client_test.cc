@@ -7,7 +7,6 @@
 // Needs the npm packages: tests/xds/reference/run.sh installs them (npm
 // ci, cached) and runs this test with RINGRPC_XDS_REFERENCE_NODE_MODULES
 // set (tools/test.sh does). Tagged manual: `bazel test //...` skips it.
-#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <spawn.h>
