@@ -27,8 +27,9 @@
 // Flags: --type=unary|bidi|stream  --concurrency=LIST  --sizes=LIST (request and
 // response bytes)  --threads=N  --duration=S  --warmup=S  --rounds=N
 // --server_cpu=N --client_cpu=N (pinning; -1 none)  --clients=LIST
-// (ringrpc,ringrpc_cb,ringrpc_sync,grpc1,grpcK,tcp; unary only for the
-// _cb and _sync forms; not for a stream, the tcp floor)  --json_only  --ringrpc_arg=KEY=INT (repeatable:
+// (ringrpc,ringrpc_cb,ringrpc_sync,grpc1,grpcK,transport,tcp; unary only for
+// the _cb and _sync forms and the transport floor; not for a stream, the tcp
+// floor)  --json_only  --ringrpc_arg=KEY=INT (repeatable:
 // a channel argument for the ringrpc client)  --service_config=JSON (both
 // clients' channels get it)
 #include <arpa/inet.h>
@@ -60,6 +61,10 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "bench/alloc_counter.h"
+#include "client/message_parse.h"
+#include "client/runtime/event_loop.h"
+#include "client/transport/address.h"
+#include "client/transport/http2_connection.h"
 #include "tests/proto/echo_test.grpc.pb.h"
 #include "tests/proto/echo_test.ringrpc.pb.h"
 #include "tests/testing/loopback.h"
@@ -236,7 +241,7 @@ ringrpc::Task<void> RingUnary(RingStub* stub, const EchoRequest* req, Slot* slot
     ringrpc::ClientContext ctx;
     Clock::time_point t0 = Clock::now();
     ringrpc::Status s = co_await stub->co_Unary(&ctx, *req, &resp);
-    phase->Record(*slot, t0, s.ok(), s.ToString());
+    phase->Record(*slot, t0, s.ok(), s.ok() ? std::string() : s.ToString());
   }
   phase->SlotDone();
 }
@@ -360,7 +365,7 @@ Result RunRingrpc(const Options& o, const std::string& form, const std::string& 
             ringrpc::ClientContext ctx;
             Clock::time_point t0 = Clock::now();
             ringrpc::Status s = stub->Unary(&ctx, req, &resp);
-            phase.Record(*slot, t0, s.ok(), s.ToString());
+            phase.Record(*slot, t0, s.ok(), s.ok() ? std::string() : s.ToString());
           }
           phase.SlotDone();
         });
@@ -373,6 +378,92 @@ Result RunRingrpc(const Options& o, const std::string& form, const std::string& 
     }
   });
   for (std::thread& t : callers) t.join();
+  return r;
+}
+
+// ---- the transport floor ----------------------------------------------------
+// "transport": ringrpc's own HTTP/2 connection and io_uring loop with no
+// channel above them. Each CQ thread dials one connection and its slots
+// start their calls on it directly (StartCall, the request, WritesDone,
+// ReadBuffer, Finish, parse): no resolver, pick, pool lease, service
+// config, deadline, retry bookkeeping, cancellation or metrics. What
+// "ringrpc" spends per call over it is the channel's own cost.
+
+using ringrpc::transport::Http2Connection;
+
+ringrpc::Task<void> TransportUnary(std::shared_ptr<Http2Connection> conn, const EchoRequest* req,
+                                   Slot* slot, Phase* phase) {
+  EchoResponse resp;
+  std::string bytes;
+  while (!phase->stop.load(std::memory_order_relaxed)) {
+    Clock::time_point t0 = Clock::now();
+    absl::StatusOr<std::unique_ptr<ringrpc::transport::Call>> call =
+        conn->StartCall({.path = "/ringrpc.test.TestService/Unary"});
+    absl::Status s = call.status();
+    if (call.ok()) {
+      bytes.clear();
+      req->AppendToString(&bytes);
+      s = (*call)->Enqueue(bytes);
+      (*call)->WritesDone();
+      std::optional<ringrpc::ByteBuffer> reply = co_await (*call)->ReadBuffer();
+      absl::Status finished = co_await (*call)->Finish();
+      if (s.ok()) s = finished;
+      if (s.ok() && (!reply || !ringrpc::ParseMessage(*reply, &resp))) {
+        s = absl::InternalError("no response message, or one that does not parse");
+      }
+    }
+    phase->Record(*slot, t0, s.ok(), s.ok() ? std::string() : s.ToString());
+    if (!call.ok()) break;  // the connection is gone: nothing more to measure
+  }
+  phase->SlotDone();
+}
+
+// Dials this CQ thread's connection, then runs its slots on it; the
+// connection is closed once every slot has stopped (`done`).
+ringrpc::Task<void> TransportThread(ringrpc::transport::Address address, const EchoRequest* req,
+                                    std::vector<Slot*> slots, Phase* phase,
+                                    std::shared_ptr<std::promise<void>> done) {
+  ringrpc::runtime::EventLoop& loop = *ringrpc::runtime::EventLoop::Current();
+  ringrpc::transport::ConnectionOptions options;  // (GCC 12: no braced temporary in a co_await)
+  auto conn = co_await Http2Connection::Connect(loop, address, options);
+  for (Slot* slot : slots) {
+    if (!conn.ok()) {
+      phase->measuring = true;  // make sure the failure shows
+      phase->Record(*slot, Clock::now(), false, conn.status().ToString());
+      phase->SlotDone();
+      continue;
+    }
+    loop.Spawn(TransportUnary(*conn, req, slot, phase));
+  }
+  if (conn.ok()) {
+    while (!phase->stop.load(std::memory_order_relaxed) || phase->running.load() > 0) {
+      co_await ringrpc::SleepUntil(loop, loop.Now() + std::chrono::milliseconds(5));
+    }
+    (*conn)->Close(absl::CancelledError("loadgen: the run is over"));
+  }
+  done->set_value();
+}
+
+Result RunTransport(const Options& o, const std::string& target, int concurrency, int size) {
+  ringrpc::ChannelArguments args;  // for its CQ threads only
+  args.SetInt("ringrpc.cq_threads", o.threads);
+  auto channel = ringrpc::CreateCustomChannel(target, ringrpc::InsecureChannelCredentials(), args);
+  absl::StatusOr<ringrpc::transport::Address> address = ringrpc::transport::Address::Parse(target);
+  EchoRequest req = Request(o, size);
+  Phase phase;
+  std::vector<Slot> slots(concurrency);
+  std::vector<std::future<void>> closed;
+  Result r = Measure(o, phase, slots, [&] {
+    phase.running = concurrency;
+    for (int t = 0; t < o.threads; ++t) {
+      std::vector<Slot*> mine;
+      for (int i = t; i < concurrency; i += o.threads) mine.push_back(&slots[i]);
+      auto done = std::make_shared<std::promise<void>>();
+      closed.push_back(done->get_future());
+      (void)channel->SpawnOn(t, TransportThread(*address, &req, std::move(mine), &phase, done));
+    }
+  });
+  for (std::future<void>& f : closed) f.wait();
   return r;
 }
 
@@ -662,6 +753,10 @@ int main(int argc, char** argv) {
           }
           else if (client == "grpc1") r = RunGrpc(o, target, c, size, 1);
           else if (client == "grpcK") r = RunGrpc(o, target, c, size, o.threads);
+          else if (client == "transport") {
+            if (o.type != "unary") continue;
+            r = RunTransport(o, target, c, size);
+          }
           else if (client == "tcp") {
             if (o.type == "stream") continue;
             r = RunTcp(o, size);
@@ -719,15 +814,16 @@ int main(int argc, char** argv) {
         for (const char* form : {"ringrpc", "ringrpc_cb", "ringrpc_sync"}) {
           if (!rows.count(form) || rows[form].qps() == 0) continue;
           Row& ring = rows[form];
-          for (const char* other : {"grpc1", "grpcK", "ringrpc"}) {
+          for (const char* other : {"grpc1", "grpcK", "ringrpc", "transport"}) {
             if (other == std::string(form) || !rows.count(other) || rows[other].qps() == 0) {
               continue;
             }
             Row& g = rows[other];
             std::printf("%-12s / %-10s calls/s %.2fx   cpu/call %.2fx   p50 %.2fx\n", form,
-                        other == std::string("grpc1")   ? "grpc++ 1ch"
-                        : other == std::string("grpcK") ? "grpc++ K"
-                                                        : "coroutine",
+                        other == std::string("grpc1")       ? "grpc++ 1ch"
+                        : other == std::string("grpcK")     ? "grpc++ K"
+                        : other == std::string("transport") ? "transport"
+                                                            : "coroutine",
                         ring.qps() / g.qps(), ring.cpu_us() / g.cpu_us(),
                         ring.pct(0.5) / g.pct(0.5));
           }
