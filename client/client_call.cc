@@ -493,9 +493,10 @@ struct Attempt {
   std::shared_ptr<Subchannel> sc;
   std::optional<SubchannelLease> lease;
   Status failure;  // with Step::kFail
+  bool resolved = false;  // this round's pick saw a resolver answer
 };
 
-enum class Step { kLeased, kAgain, kFail };
+enum class Step { kLeased, kAgain, kFail, kNoAddress, kNoLease };
 
 Step Fail(Attempt& a, Status s) {
   a.failure = std::move(s);
@@ -559,16 +560,18 @@ Task<Step> OnLeaseFailed(Attempt& a, absl::Status error) {
   co_return Step::kAgain;
 }
 
-// One round of pick -> lease. kLeased: a.sc and a.lease are set.
-Task<Step> PickAndLease(Attempt& a) {
-  if (std::optional<Status> ended = Ended(a)) co_return Fail(a, *ended);
+// One round of pick -> lease, its warm path without a coroutine frame:
+// kLeased (a.sc and a.lease are set), kFail, or kNoAddress / kNoLease,
+// which FinishPick goes on with.
+Step PickAndTryLease(Attempt& a) {
+  if (std::optional<Status> ended = Ended(a)) return Fail(a, *ended);
   // Read before picking: once set, the list the pick sees is the
   // resolver's answer (resolved_once is set after the list).
-  const bool resolved = a.st.resolved_once();
+  a.resolved = a.st.resolved_once();
   // Routed again each round: a new resolver answer may have moved the
   // groups (a channel without a router gets "" at the cost of a compare).
   absl::StatusOr<CallRoute> route = a.st.Route(a.index, a.method, *a.metadata);
-  if (!route.ok()) co_return Fail(a, Status::FromAbsl(route.status()));
+  if (!route.ok()) return Fail(a, Status::FromAbsl(route.status()));
   // The route's limit on the call's length shortens its deadline (A31);
   // a later round's, counted from later, never lengthens it.
   if (route->max_duration) {
@@ -579,46 +582,54 @@ Task<Step> PickAndLease(Attempt& a) {
   // The loop's time, as the backoff check below uses: the two agree.
   a.group = std::string(a.st.Failover(a.index, route->group, a.loop.Now()));
   a.sc = a.st.Pick(a.index, a.group);
-  if (a.sc == nullptr) {
+  if (a.sc == nullptr) return Step::kNoAddress;
+  // The warm path: a connection this thread has, with a free stream. No
+  // await, no timer.
+  absl::StatusOr<SubchannelLease> lease = a.sc->pool.TryAcquire();
+  if (!lease.ok()) return Step::kNoLease;
+  a.lease = std::move(*lease);
+  return Step::kLeased;
+}
+
+// The rest of a round PickAndTryLease could not finish: kNoAddress (no
+// address to pick) or kNoLease (the picked address has no free stream on
+// this thread).
+Task<Step> FinishPick(Attempt& a, Step step) {
+  if (step == Step::kNoAddress) {
     a.last = a.st.NoPickError(a.index, a.group);
     // Before the resolver's first answer, or a health check's, every call
     // waits (the channel is not failing, just starting); after a resolver
     // error, or with every address unhealthy, only wait_for_ready calls do.
     const bool health_pending = a.st.HealthPending(a.index);
-    if (!a.wait_for_ready && resolved && !health_pending) {
+    if (!a.wait_for_ready && a.resolved && !health_pending) {
       co_return Fail(a, Status::FromAbsl(a.last));
     }
     const Duration poll = health_pending ? channel::kHealthPoll : channel::kNoAddressPoll;
     co_await SleepUntil(a.loop, WakeBy(a, a.loop.Now() + poll));
     co_return Step::kAgain;
   }
-  // The warm path: a connection this thread has, with a free stream. No
-  // await, no timer.
-  absl::StatusOr<SubchannelLease> lease = a.sc->pool.TryAcquire();
-  if (!lease.ok()) {
-    // While the address backs off (for every thread), fail fast (or wait,
-    // if wait_for_ready): no dial, no waiting in the pool.
-    if (absl::Status backoff = a.sc->record->CheckBackoff(a.loop.Now()); !backoff.ok()) {
-      a.last = backoff;
-      // Picked while another thread's dial was failing: another address
-      // that is READY or connecting takes the call (a fail-fast call fails
-      // only when there is none).
-      if (a.number < channel::kMaxRepicks && a.st.AnotherUsable(a.index, a.sc, a.group)) {
-        co_return Step::kAgain;
-      }
-      if (!a.wait_for_ready) co_return Fail(a, Status::FromAbsl(backoff));
-      co_await Pause(a, a.sc->record->next_attempt());
+  // While the address backs off (for every thread), fail fast (or wait,
+  // if wait_for_ready): no dial, no waiting in the pool.
+  if (absl::Status backoff = a.sc->record->CheckBackoff(a.loop.Now()); !backoff.ok()) {
+    a.last = backoff;
+    // Picked while another thread's dial was failing: another address
+    // that is READY or connecting takes the call (a fail-fast call fails
+    // only when there is none).
+    if (a.number < channel::kMaxRepicks && a.st.AnotherUsable(a.index, a.sc, a.group)) {
       co_return Step::kAgain;
     }
-    Duration left = a.deadline == TimePoint::max() ? Duration(std::chrono::hours(24 * 365))
-                                                   : a.deadline - a.loop.Now();
-    if (a.abandoned != nullptr) left = std::min(left, Duration(channel::kAbandonPoll));
-    std::optional<absl::StatusOr<SubchannelLease>> waited =
-        co_await runtime::WithTimeout<absl::StatusOr<SubchannelLease>>(
-            a.loop, channel::Acquire(a.sc->pool), left);
-    if (!waited) co_return Step::kAgain;  // the deadline check reports it
-    lease = std::move(*waited);
+    if (!a.wait_for_ready) co_return Fail(a, Status::FromAbsl(backoff));
+    co_await Pause(a, a.sc->record->next_attempt());
+    co_return Step::kAgain;
   }
+  Duration left = a.deadline == TimePoint::max() ? Duration(std::chrono::hours(24 * 365))
+                                                 : a.deadline - a.loop.Now();
+  if (a.abandoned != nullptr) left = std::min(left, Duration(channel::kAbandonPoll));
+  std::optional<absl::StatusOr<SubchannelLease>> waited =
+      co_await runtime::WithTimeout<absl::StatusOr<SubchannelLease>>(
+          a.loop, channel::Acquire(a.sc->pool), left);
+  if (!waited) co_return Step::kAgain;  // the deadline check reports it
+  absl::StatusOr<SubchannelLease> lease = std::move(*waited);
   if (!lease.ok() && a.sc->pool.closed() && a.number < channel::kMaxClosedPoolRepicks) {
     // A resolver update dropped this address after the pick (the fault
     // suite's flapping test): pick again once this thread has the new list.
@@ -693,41 +704,6 @@ Task<Status> RunCallCredentials(const std::shared_ptr<ChannelState>& self, const
                                           std::move(info), &md);
 }
 
-Task<std::unique_ptr<ClientCall>> CallOpener::Open(
-    std::shared_ptr<channel::ChannelState> self, const std::string& method, ClientContext* ctx,
-    Status* out, bool whole_call, const AttemptPlan* plan) {
-  channel::CallMetricsTable* metrics = self->call_metrics();
-  const std::optional<size_t> index = self->CurrentIndex();
-  if (metrics == nullptr || !index || ctx == nullptr) {
-    co_return co_await OpenAttempt(std::move(self), method, ctx, out, plan);  // nothing to record
-  }
-  channel::MethodRow* row = plan != nullptr && plan->metrics_row != nullptr
-                                ? plan->metrics_row
-                                : metrics->Method(*index, method);
-  const TimePoint start = Clock::now();
-  metrics->AttemptStarted(row);
-  std::unique_ptr<ClientCall> call = co_await OpenAttempt(std::move(self), method, ctx, out, plan);
-  if (call == nullptr) {  // it ended before a stream: no bytes either way
-    const Duration took = Clock::now() - start;
-    metrics->AttemptEnded(row, out->error_code(), took, 0, 0);
-    if (whole_call) metrics->CallEnded(row, out->error_code(), took);
-    co_return nullptr;
-  }
-  ClientCall::Impl& impl = *call->impl_;
-  impl.metrics = metrics;
-  impl.metrics_row = row;
-  impl.attempt_start = start;
-  // A stream that may be retried records its call end itself, once.
-  impl.whole_call = whole_call && impl.replay == nullptr;
-  if (impl.replay != nullptr) {
-    impl.replay->plan.metrics_row = row;
-    impl.replay->call_start = start;
-  }
-  impl.call->set_end_observer(&impl);
-  if (impl.call->finished()) impl.OnCallEnd(*impl.call);  // ended while it opened
-  co_return call;
-}
-
 namespace {
 
 bool Cancelled(const ClientContext& ctx) {
@@ -767,10 +743,46 @@ TimePoint CallOpener::CallDeadline(runtime::EventLoop& loop, const ClientContext
   return deadline;
 }
 
-Task<std::unique_ptr<ClientCall>> CallOpener::OpenAttempt(
+namespace {
+
+// One attempt in the channel's call metrics, from its start; one that
+// ends before it has a stream (no bytes either way) is recorded when this
+// goes (with *out, its status), one that has a stream when that ends.
+struct AttemptRecord {
+  AttemptRecord(channel::CallMetricsTable* m, channel::MethodRow* r, bool whole, const Status* o)
+      : metrics(m), row(r), whole_call(whole), out(o) {
+    if (metrics != nullptr) metrics->AttemptStarted(row);
+  }
+  AttemptRecord(const AttemptRecord&) = delete;
+  AttemptRecord& operator=(const AttemptRecord&) = delete;
+  ~AttemptRecord() {
+    if (metrics == nullptr) return;
+    const Duration took = Clock::now() - start;
+    metrics->AttemptEnded(row, out->error_code(), took, 0, 0);
+    if (whole_call) metrics->CallEnded(row, out->error_code(), took);
+  }
+  channel::CallMetricsTable* metrics;  // null: not recorded (or handed to the call)
+  channel::MethodRow* row;
+  bool whole_call;
+  const Status* out;
+  const TimePoint start = Clock::now();
+};
+
+}  // namespace
+
+Task<std::unique_ptr<ClientCall>> CallOpener::Open(
     std::shared_ptr<channel::ChannelState> self, const std::string& method, ClientContext* ctx,
-    Status* out, const AttemptPlan* plan) {
+    Status* out, bool whole_call, const AttemptPlan* plan) {
   ChannelState& st = *self;
+  // Recorded on a CQ thread with a context (the telemetry's rows are per
+  // thread); a row the plan looked up already is reused.
+  channel::CallMetricsTable* metrics = st.call_metrics();
+  const std::optional<size_t> here = metrics != nullptr && ctx != nullptr ? st.CurrentIndex() : std::nullopt;
+  AttemptRecord record(here ? metrics : nullptr,
+                       !here                                              ? nullptr
+                       : plan != nullptr && plan->metrics_row != nullptr ? plan->metrics_row
+                                                                          : metrics->Method(*here, method),
+                       whole_call, out);
   if (ctx == nullptr) {
     *out = Status(StatusCode::INVALID_ARGUMENT, "the call's ClientContext is null");
     co_return nullptr;
@@ -846,10 +858,12 @@ Task<std::unique_ptr<ClientCall>> CallOpener::OpenAttempt(
   a.method = method;
   a.metadata = &md;
   for (;; ++a.number) {
-    switch (co_await PickAndLease(a)) {
-      case Step::kAgain: continue;
-      case Step::kFail: *out = std::move(a.failure); co_return nullptr;
-      case Step::kLeased: break;
+    Step step = PickAndTryLease(a);
+    if (step == Step::kNoAddress || step == Step::kNoLease) step = co_await FinishPick(a, step);
+    if (step == Step::kAgain) continue;
+    if (step == Step::kFail) {
+      *out = std::move(a.failure);
+      co_return nullptr;
     }
     SubchannelLease leased = std::move(*a.lease);
     a.lease.reset();
@@ -920,6 +934,20 @@ Task<std::unique_ptr<ClientCall>> CallOpener::OpenAttempt(
     }
     RegisterCancel(*impl);
     *out = Status();
+    if (record.metrics != nullptr) {
+      // The call records the attempt's end (and bytes) from now on.
+      impl->metrics = std::exchange(record.metrics, nullptr);
+      impl->metrics_row = record.row;
+      impl->attempt_start = record.start;
+      // A stream that may be retried records its call end itself, once.
+      impl->whole_call = whole_call && impl->replay == nullptr;
+      if (impl->replay != nullptr) {
+        impl->replay->plan.metrics_row = record.row;
+        impl->replay->call_start = record.start;
+      }
+      impl->call->set_end_observer(impl.get());
+      if (impl->call->finished()) impl->OnCallEnd(*impl->call);  // ended while it opened
+    }
     co_return std::unique_ptr<ClientCall>(new ClientCall(std::move(impl)));
   }
 }

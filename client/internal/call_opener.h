@@ -84,10 +84,6 @@ class CallOpener {
                             ClientContext* ctx, std::string request, ResponseSink response);
 
  private:
-  // Open without the telemetry.
-  static Task<std::unique_ptr<ClientCall>> OpenAttempt(
-      std::shared_ptr<channel::ChannelState> self, const std::string& method, ClientContext* ctx,
-      Status* out, const AttemptPlan* plan);
   // The call's deadline: the earlier of the context's and now + the
   // method config's timeout.
   static TimePoint CallDeadline(runtime::EventLoop& loop, const ClientContext& ctx,
