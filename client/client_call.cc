@@ -956,27 +956,6 @@ Task<std::unique_ptr<ClientCall>> CallOpener::Open(
 
 namespace internal {
 
-Task<Status> CallOpener::Unary(std::shared_ptr<channel::ChannelState> self,
-                                     std::string method, ClientContext* ctx, std::string request,
-                                     ResponseSink response) {
-  if (response.null()) {
-    co_return Status(StatusCode::INVALID_ARGUMENT, "the unary call's response pointer is null");
-  }
-  // The call's telemetry: its attempts record themselves (Open), the call
-  // is recorded here with the status its caller gets.
-  channel::CallMetricsTable* metrics = self->call_metrics();
-  const std::optional<size_t> index = self->CurrentIndex();
-  channel::MethodRow* row =
-      metrics != nullptr && index && ctx != nullptr ? metrics->Method(*index, method) : nullptr;
-  const TimePoint start = Clock::now();
-  // Serialized once; a large request is sent from this string by every
-  // attempt (and hedged copy) without being copied.
-  Status s = co_await UnaryAttempts(self, method, ctx, OutgoingMessage(std::move(request)),
-                                    response, row);
-  if (row != nullptr) metrics->CallEnded(row, s.error_code(), Clock::now() - start);
-  co_return s;
-}
-
 namespace {
 
 // gRFC A6's pushback: the server's grpc-retry-pushback-ms. nullopt: none
@@ -1017,12 +996,26 @@ Duration GrowBackoff(const channel::RetryPolicy& policy, Duration backoff) {
 
 }  // namespace
 
-Task<Status> CallOpener::UnaryAttempts(std::shared_ptr<channel::ChannelState> self,
-                                       const std::string& method, ClientContext* ctx,
-                                       OutgoingMessage request, ResponseSink response,
-                                       channel::MethodRow* metrics_row) {
+Task<Status> CallOpener::Unary(std::shared_ptr<channel::ChannelState> self, std::string method,
+                               ClientContext* ctx, std::string serialized, ResponseSink response) {
+  if (response.null()) {
+    co_return Status(StatusCode::INVALID_ARGUMENT, "the unary call's response pointer is null");
+  }
   ChannelState& st = *self;
   const std::optional<size_t> index = st.CurrentIndex();
+  // The call's telemetry: its attempts record themselves (Open), the call
+  // is recorded here, with the status its caller gets (`ended`).
+  channel::CallMetricsTable* metrics = st.call_metrics();
+  channel::MethodRow* metrics_row =
+      metrics != nullptr && index && ctx != nullptr ? metrics->Method(*index, method) : nullptr;
+  const TimePoint start = Clock::now();
+  auto ended = [&](Status s) {
+    if (metrics_row != nullptr) metrics->CallEnded(metrics_row, s.error_code(), Clock::now() - start);
+    return s;
+  };
+  // Serialized once; a large request is sent from this string by every
+  // attempt (and hedged copy) without being copied.
+  OutgoingMessage request(std::move(serialized));
   if (index && ctx != nullptr && Unresolved(st)) {
     co_await AwaitFirstResolution(st, st.cq()->loop(*index), *ctx);
   }
@@ -1049,7 +1042,8 @@ Task<Status> CallOpener::UnaryAttempts(std::shared_ptr<channel::ChannelState> se
   // retry buffer is committed at once: one copy.
   if (loop != nullptr && ctx != nullptr && st.config().enable_retries && mc != nullptr &&
       mc->hedging_policy && request.size() <= st.config().per_rpc_retry_buffer_size) {
-    co_return co_await UnaryHedged(self, method, ctx, std::move(request), response, plan);
+    Status hedged = co_await UnaryHedged(self, method, ctx, std::move(request), response, plan);
+    co_return ended(std::move(hedged));
   }
   Duration backoff = policy ? policy->initial_backoff : Duration::zero();
   bool transparent_used = false;
@@ -1081,29 +1075,29 @@ Task<Status> CallOpener::UnaryAttempts(std::shared_ptr<channel::ChannelState> se
     if (s.ok()) {
       if (throttle != nullptr) throttle->RecordSuccess();
       if (!reply) {
-        co_return Status(StatusCode::INTERNAL,
-                         "the server ended a unary call OK without a response message");
+        co_return ended(Status(StatusCode::INTERNAL,
+                         "the server ended a unary call OK without a response message"));
       }
       response.Set(std::move(*reply));
-      co_return s;
+      co_return ended(s);
     }
     // Retried only when the policy names the code, the server did not
     // commit the call (initial metadata of its own), tokens remain, and
     // attempts remain.
     if (policy == nullptr || loop == nullptr || !policy->Retryable(static_cast<int>(s.error_code())) ||
         (call != nullptr && call->impl_->call->initial_metadata_received())) {
-      co_return s;
+      co_return ended(s);
     }
     if (throttle != nullptr && !throttle->RecordFailure()) {
       st.CountThrottledRetry();
-      co_return s;
+      co_return ended(s);
     }
-    if (attempt + 1 >= policy->max_attempts) co_return s;
+    if (attempt + 1 >= policy->max_attempts) co_return ended(s);
     Duration delay;
     const std::optional<int64_t> pushback =
         call != nullptr ? Pushback(call->impl_->call->trailing_metadata()) : std::nullopt;
     if (pushback) {
-      if (*pushback < 0) co_return s;  // the server says: do not retry
+      if (*pushback < 0) co_return ended(s);  // the server says: do not retry
       delay = std::chrono::milliseconds(*pushback);
       backoff = policy->initial_backoff;
     } else {
@@ -1121,12 +1115,12 @@ Task<Status> CallOpener::UnaryAttempts(std::shared_ptr<channel::ChannelState> se
                    loop->Now() + channel::kCancelPoll);
       co_await SleepUntil(*loop, wake);
       if (Cancelled(*ctx)) {
-        co_return Status(StatusCode::CANCELLED, "cancelled while waiting to retry");
+        co_return ended(Status(StatusCode::CANCELLED, "cancelled while waiting to retry"));
       }
       if (plan.deadline && loop->Now() >= *plan.deadline) {
-        co_return Status(StatusCode::DEADLINE_EXCEEDED,
+        co_return ended(Status(StatusCode::DEADLINE_EXCEEDED,
                          absl::StrCat("deadline exceeded while waiting to retry; last attempt: ",
-                                      s.error_message()));
+                                      s.error_message())));
       }
     }
     ++attempt;

@@ -79,7 +79,8 @@ class CallOpener {
       Status* out) {
     co_return co_await Open(std::move(self), method, ctx, out);
   }
-  // A unary call; the task holds the channel.
+  // A unary call; the task holds the channel. Its attempts: the
+  // transparent retry and the retryPolicy's (A6), or UnaryHedged's.
   static Task<Status> Unary(std::shared_ptr<channel::ChannelState> self, std::string method,
                             ClientContext* ctx, std::string request, ResponseSink response);
 
@@ -88,11 +89,6 @@ class CallOpener {
   // method config's timeout.
   static TimePoint CallDeadline(runtime::EventLoop& loop, const ClientContext& ctx,
                                 const channel::MethodConfig* mc);
-  // Unary's attempts: the transparent retry and the retryPolicy's (A6).
-  static Task<Status> UnaryAttempts(std::shared_ptr<channel::ChannelState> self,
-                                    const std::string& method, ClientContext* ctx,
-                                    OutgoingMessage request, ResponseSink response,
-                                    channel::MethodRow* metrics_row);
   // Unary's attempts under a hedgingPolicy (A6): copies sent
   // hedgingDelay apart, the first answer wins.
   static Task<Status> UnaryHedged(std::shared_ptr<channel::ChannelState> self,
