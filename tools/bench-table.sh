@@ -5,7 +5,7 @@
 # beside), and the coroutine form's ratios to grpc++ (CPU per call, calls/s,
 # p50). Needs python3 (installed from Debian's archive if missing).
 #
-#   bazel run //bench:loadgen -- --clients=ringrpc,ringrpc_cb,ringrpc_sync,grpc1 \
+#   bazel run //bench:loadgen -- --clients=ringrpc,ringrpc_cb,ringrpc_sync,grpc1,transport \
 #       --concurrency=1,16,128 --sizes=0,1024,65536,1048576 --server_cpu=0 \
 #       --client_cpu=1 | tee out.txt
 #   tools/bench-table.sh out.txt
@@ -34,15 +34,24 @@ def cell(r):
     if r.get("syscalls_per_call", -1) >= 0:
         extra.append("%.1f" % r["syscalls_per_call"])
     return "%s (%s)" % (s, ", ".join(extra))
+# The transport floor (loadgen's "transport" client), when the run had it:
+# a column of its own and the coroutine form's CPU per call over it.
+floor = any(k[3] == "transport" for k in rows)
 print("| type | size | concurrency | coroutine | callback | blocking | grpc++ 1ch "
-      "| CPU/call coroutine / grpc++ | calls/s | p50 |")
-print("|---|---|---|---|---|---|---|---|---|---|")
+      + ("| transport floor " if floor else "")
+      + "| CPU/call coroutine / grpc++ | calls/s | p50 |"
+      + (" CPU/call coroutine / floor | floor / grpc++ |" if floor else ""))
+print("|---" * (14 if floor else 10) + "|")
 for key in sorted({k[:3] for k in rows}):
     get = lambda c: rows.get(key + (c,))
-    co, g = get("ringrpc"), get("grpc1")
-    ratio = lambda f: "%.2fx" % (co[f] / g[f]) if co and g and g[f] else "-"
-    print("| %s | %s | %d | %s | %s | %s | %s | %s | %s | %s |" % (
-        key[0], size_name(key[1]), key[2], cell(co), cell(get("ringrpc_cb")),
-        cell(get("ringrpc_sync")), cell(g), ratio("cpu_us_per_call"), ratio("qps"),
-        ratio("p50_us")))
+    co, g, t = get("ringrpc"), get("grpc1"), get("transport")
+    ratio = lambda a, b, f: "%.2fx" % (a[f] / b[f]) if a and b and b[f] else "-"
+    cells = [key[0], size_name(key[1]), str(key[2]), cell(co), cell(get("ringrpc_cb")),
+             cell(get("ringrpc_sync")), cell(g)]
+    if floor:
+        cells.append(cell(t))
+    cells += [ratio(co, g, "cpu_us_per_call"), ratio(co, g, "qps"), ratio(co, g, "p50_us")]
+    if floor:
+        cells += [ratio(co, t, "cpu_us_per_call"), ratio(t, g, "cpu_us_per_call")]
+    print("| " + " | ".join(cells) + " |")
 PY

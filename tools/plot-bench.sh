@@ -28,7 +28,8 @@ for r in rows:
 sizes = sorted({s for s, _ in series})
 names = {"ringrpc": "ringrpc (coroutine)", "ringrpc_cb": "ringrpc (callback)",
          "ringrpc_sync": "ringrpc (blocking)", "grpc1": "grpc++ 1 channel",
-         "grpcK": "grpc++ K channels", "tcp": "raw TCP ping-pong (1 in flight)"}
+         "grpcK": "grpc++ K channels", "transport": "ringrpc transport, no channel (floor)",
+         "tcp": "raw TCP ping-pong (1 in flight)"}
 with open(sys.argv[2] + "/plot.gp", "w") as gp:
     gp.write('set terminal pngcairo size %d,800 font ",10"\n' % (400 * max(3, len(sizes))))
     gp.write('set output "%s/out.png"\n' % sys.argv[2])
@@ -36,7 +37,7 @@ with open(sys.argv[2] + "/plot.gp", "w") as gp:
     for metric, col, label in (("qps", 2, "calls/s"), ("p99", 3, "p99 latency, us")):
         for size in sizes:
             plots = []
-            for client in ("ringrpc", "ringrpc_cb", "ringrpc_sync", "grpc1", "grpcK", "tcp"):
+            for client in ("ringrpc", "ringrpc_cb", "ringrpc_sync", "grpc1", "grpcK", "transport", "tcp"):
                 pts = sorted(series.get((size, client), []))
                 if not pts:
                     continue
