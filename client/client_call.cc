@@ -747,7 +747,9 @@ namespace {
 
 // One attempt in the channel's call metrics, from its start; one that
 // ends before it has a stream (no bytes either way) is recorded when this
-// goes (with *out, its status), one that has a stream when that ends.
+// goes (with *out, its status), one that has a stream when that ends. A
+// task destroyed while opening (its loop shutting down) has no status yet
+// and records no end.
 struct AttemptRecord {
   AttemptRecord(channel::CallMetricsTable* m, channel::MethodRow* r, bool whole, const Status* o)
       : metrics(m), row(r), whole_call(whole), out(o) {
@@ -756,7 +758,7 @@ struct AttemptRecord {
   AttemptRecord(const AttemptRecord&) = delete;
   AttemptRecord& operator=(const AttemptRecord&) = delete;
   ~AttemptRecord() {
-    if (metrics == nullptr) return;
+    if (metrics == nullptr || out->ok()) return;
     const Duration took = Clock::now() - start;
     metrics->AttemptEnded(row, out->error_code(), took, 0, 0);
     if (whole_call) metrics->CallEnded(row, out->error_code(), took);
@@ -777,12 +779,13 @@ Task<std::unique_ptr<ClientCall>> CallOpener::Open(
   // Recorded on a CQ thread with a context (the telemetry's rows are per
   // thread); a row the plan looked up already is reused.
   channel::CallMetricsTable* metrics = st.call_metrics();
-  const std::optional<size_t> here = metrics != nullptr && ctx != nullptr ? st.CurrentIndex() : std::nullopt;
-  AttemptRecord record(here ? metrics : nullptr,
-                       !here                                              ? nullptr
-                       : plan != nullptr && plan->metrics_row != nullptr ? plan->metrics_row
-                                                                          : metrics->Method(*here, method),
-                       whole_call, out);
+  const std::optional<size_t> here =
+      metrics != nullptr && ctx != nullptr ? st.CurrentIndex() : std::nullopt;
+  channel::MethodRow* row = !here ? nullptr
+                            : plan != nullptr && plan->metrics_row != nullptr
+                                ? plan->metrics_row
+                                : metrics->Method(*here, method);
+  AttemptRecord record(here ? metrics : nullptr, row, whole_call, out);
   if (ctx == nullptr) {
     *out = Status(StatusCode::INVALID_ARGUMENT, "the call's ClientContext is null");
     co_return nullptr;
@@ -1010,7 +1013,9 @@ Task<Status> CallOpener::Unary(std::shared_ptr<channel::ChannelState> self, std:
       metrics != nullptr && index && ctx != nullptr ? metrics->Method(*index, method) : nullptr;
   const TimePoint start = Clock::now();
   auto ended = [&](Status s) {
-    if (metrics_row != nullptr) metrics->CallEnded(metrics_row, s.error_code(), Clock::now() - start);
+    if (metrics_row != nullptr) {
+      metrics->CallEnded(metrics_row, s.error_code(), Clock::now() - start);
+    }
     return s;
   };
   // Serialized once; a large request is sent from this string by every
@@ -1076,7 +1081,7 @@ Task<Status> CallOpener::Unary(std::shared_ptr<channel::ChannelState> self, std:
       if (throttle != nullptr) throttle->RecordSuccess();
       if (!reply) {
         co_return ended(Status(StatusCode::INTERNAL,
-                         "the server ended a unary call OK without a response message"));
+                               "the server ended a unary call OK without a response message"));
       }
       response.Set(std::move(*reply));
       co_return ended(s);
@@ -1119,8 +1124,9 @@ Task<Status> CallOpener::Unary(std::shared_ptr<channel::ChannelState> self, std:
       }
       if (plan.deadline && loop->Now() >= *plan.deadline) {
         co_return ended(Status(StatusCode::DEADLINE_EXCEEDED,
-                         absl::StrCat("deadline exceeded while waiting to retry; last attempt: ",
-                                      s.error_message())));
+                               absl::StrCat("deadline exceeded while waiting to retry; last "
+                                            "attempt: ",
+                                            s.error_message())));
       }
     }
     ++attempt;
