@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "base/mutex.h"
 #include "client/runtime/internal/backends.h"
 
 namespace ringrpc::runtime::internal {
@@ -27,11 +28,14 @@ constexpr uint64_t kMaxTag = 16;
 // The kernel unmaps a ring before a later mapping can reuse its address,
 // but liburing maps with raw system calls that ThreadSanitizer does not
 // see: to it, a new loop's ring at an old one's address, on another thread,
-// looks like a race with the old thread's accesses. Every loop bumps this
-// (release) after unmapping its ring and reads it (acquire) after mapping
-// one, which makes that order visible (and costs two atomic operations per
-// loop's life). event_loop_test LoopsOnSuccessiveThreads... shows it.
-std::atomic<uint64_t> rings_unmapped{0};
+// looks like a race with the old thread's accesses. Every ring is mapped
+// and unmapped with this lock held, which makes that order visible: a
+// mapping that reuses an address comes after the unmapping that freed it,
+// so after its critical section (one lock per loop's start and end). A
+// counter bumped after the unmapping was not enough: a mapping could reuse
+// the address before the bump (a TSAN report in health_check_test, CI of
+// session 29). event_loop_test LoopsOnSuccessiveThreads... shows it.
+Mutex ring_mappings;
 
 class UringLoop final : public EventLoop {
  public:
@@ -41,18 +45,21 @@ class UringLoop final : public EventLoop {
     io_uring_params p{};
     p.flags = IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN |
               IORING_SETUP_COOP_TASKRUN;
-    int rc = io_uring_queue_init_params(256, &ring_, &p);
-    if (rc == -EINVAL) {  // an older kernel: no single-issuer mode
-      p = io_uring_params{};
-      defer_taskrun_ = false;
+    int rc;
+    {
+      MutexLock lock(&ring_mappings);
       rc = io_uring_queue_init_params(256, &ring_, &p);
+      if (rc == -EINVAL) {  // an older kernel: no single-issuer mode
+        p = io_uring_params{};
+        defer_taskrun_ = false;
+        rc = io_uring_queue_init_params(256, &ring_, &p);
+      }
     }
     if (rc < 0) {
       return absl::UnavailableError(
           absl::StrCat("io_uring_queue_init: ", std::strerror(-rc)));
     }
     ring_ok_ = true;
-    (void)rings_unmapped.load(std::memory_order_acquire);
     // What this kernel's io_uring can do: the operations every loop needs
     // (Linux 5.6+; without them the loop is refused and EventLoop::Create
     // falls back to epoll), and MSG_RING (5.18+; without it, or with
@@ -97,8 +104,8 @@ class UringLoop final : public EventLoop {
       Wait(std::chrono::milliseconds(10));
     }
     if (ring_ok_) {
+      MutexLock lock(&ring_mappings);
       io_uring_queue_exit(&ring_);
-      rings_unmapped.fetch_add(1, std::memory_order_release);
     }
     if (efd_ >= 0) ::close(efd_);
   }
