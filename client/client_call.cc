@@ -778,14 +778,14 @@ Task<std::unique_ptr<ClientCall>> CallOpener::Open(
   ChannelState& st = *self;
   // Recorded on a CQ thread with a context (the telemetry's rows are per
   // thread); a row the plan looked up already is reused.
-  channel::CallMetricsTable* metrics = st.call_metrics();
-  const std::optional<size_t> here =
-      metrics != nullptr && ctx != nullptr ? st.CurrentIndex() : std::nullopt;
-  channel::MethodRow* row = !here ? nullptr
+  const std::optional<size_t> index = st.CurrentIndex();
+  channel::CallMetricsTable* metrics =
+      index && ctx != nullptr ? st.call_metrics() : nullptr;
+  channel::MethodRow* row = metrics == nullptr ? nullptr
                             : plan != nullptr && plan->metrics_row != nullptr
                                 ? plan->metrics_row
-                                : metrics->Method(*here, method);
-  AttemptRecord record(here ? metrics : nullptr, row, whole_call, out);
+                                : metrics->Method(*index, method);
+  AttemptRecord record(metrics, row, whole_call, out);
   if (ctx == nullptr) {
     *out = Status(StatusCode::INVALID_ARGUMENT, "the call's ClientContext is null");
     co_return nullptr;
@@ -794,7 +794,6 @@ Task<std::unique_ptr<ClientCall>> CallOpener::Open(
     *out = Status::FromAbsl(st.config_error());
     co_return nullptr;
   }
-  std::optional<size_t> index = st.CurrentIndex();
   if (!index) {
     *out = Status(StatusCode::FAILED_PRECONDITION,
                   "Channel::Open/Unary must run on one of the channel's CQ threads "
