@@ -539,12 +539,18 @@ std::shared_ptr<Channel> experimental::CreateCustomChannelWithInterceptors(
       resolve = (*proxy)->host;
       port = (*proxy)->port;
     }
-    resolver = std::make_shared<channel::DnsResolver>(
-        resolve, port,
-        channel::DnsResolver::Options{.server = t->dns_server,
-                                      .min_interval = c.dns_min_time_between_resolutions,
-                                      .query_timeout = c.dns_query_timeout,
-                                      .request_service_config = c.dns_txt_service_config});
+    if (std::optional<AddressList> local = channel::ResolveLocally(resolve, port)) {
+      // An IP literal or localhost: a fixed list, no resolver thread (a
+      // channel per call would start one each) and no DNS server asked.
+      resolver = std::make_shared<channel::StaticResolver>(*std::move(local));
+    } else {
+      resolver = std::make_shared<channel::DnsResolver>(
+          resolve, port,
+          channel::DnsResolver::Options{.server = t->dns_server,
+                                        .min_interval = c.dns_min_time_between_resolutions,
+                                        .query_timeout = c.dns_query_timeout,
+                                        .request_service_config = c.dns_txt_service_config});
+    }
   }
   channel::ChannelState::Start(state, std::move(resolver));
   return channel;

@@ -1,6 +1,7 @@
 #include "client/channel/dns_resolver.h"
 
 #include <ares.h>
+#include <arpa/inet.h>
 #include <arpa/nameser.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -33,13 +34,29 @@ bool IsLocalhost(std::string_view host) {
   return h == "localhost" || absl::EndsWith(h, ".localhost");
 }
 
-AddressList Loopback(uint16_t port) {
-  AddressList list;
-  for (const char* ip : {"[::1]", "127.0.0.1"}) {
-    list.push_back(*transport::Address::Parse(absl::StrCat(ip, ":", port)));
+}  // namespace
+
+std::optional<AddressList> ResolveLocally(std::string_view host, uint16_t port) {
+  if (IsLocalhost(host)) {
+    AddressList list;
+    for (const char* ip : {"[::1]", "127.0.0.1"}) {
+      list.push_back(*transport::Address::Parse(absl::StrCat(ip, ":", port)));
+    }
+    return list;
   }
-  return list;
+  // inet_pton, strict: only a literal that names exactly one address
+  // (a dotted quad, or IPv6 text) skips DNS.
+  in6_addr scratch;
+  const std::string h(host);
+  const bool v4 = inet_pton(AF_INET, h.c_str(), &scratch) == 1;
+  if (!v4 && inet_pton(AF_INET6, h.c_str(), &scratch) != 1) return std::nullopt;
+  absl::StatusOr<transport::Address> a = transport::Address::Parse(
+      v4 ? absl::StrCat(h, ":", port) : absl::StrCat("[", h, "]:", port));
+  if (!a.ok()) return std::nullopt;
+  return AddressList{*a};
 }
+
+namespace {
 
 // What one resolution collects; c-ares calls back on the resolver thread.
 struct Pending {
@@ -345,8 +362,8 @@ void DnsResolver::Loop() {
     absl::StatusOr<ResolverResult> result;
     if (!init.ok()) {
       result = init;
-    } else if (IsLocalhost(host_)) {
-      result = ResolverResult{Loopback(port_), std::nullopt};
+    } else if (std::optional<AddressList> local = ResolveLocally(host_, port_)) {
+      result = ResolverResult{*std::move(local), std::nullopt};
     } else {
       result = ResolveOnce(lookup.channel);
       if (result.status().code() == absl::StatusCode::kCancelled) return;  // shut down

@@ -2,8 +2,9 @@
 // uses) on a thread of its own, never on a CQ thread.
 //
 // A and AAAA records (sorted by c-ares as RFC 6724 says), /etc/hosts first;
-// "localhost" and names under it are the loopback addresses [::1] and
-// 127.0.0.1 without asking anyone (RFC 6761). The DNS server is the system's
+// an IP literal is itself, and "localhost" and names under it are the
+// loopback addresses [::1] and 127.0.0.1, without asking anyone (RFC 6761;
+// ResolveLocally below, which channels use to skip this resolver). The DNS server is the system's
 // (/etc/resolv.conf) unless the target names one (dns://10.0.0.53:5353/name).
 // With request_service_config it also asks for the TXT record
 // _grpc_config.<name> (gRFC A2) and delivers the service config it chooses.
@@ -73,6 +74,14 @@ class DnsResolver final : public Resolver {
   std::atomic<int> resolutions_{0};
   std::minstd_rand rng_{std::random_device{}()};  // the resolver thread's: backoff, A2's percentage
 };
+
+// The addresses `host` stands for without asking anyone, as gRPC resolves
+// them: an IP literal ("10.0.0.7", "::1") is itself, "localhost" and names
+// under it are [::1] and 127.0.0.1 (RFC 6761); nullopt for a name only DNS
+// can answer. c-ares 1.18 sends even a literal to the DNS server as a name
+// (and uses the literal only once NXDOMAIN comes back): a server that drops
+// the query held the channel's first resolution for c-ares' 5 s retry.
+std::optional<AddressList> ResolveLocally(std::string_view host, uint16_t port);
 
 // The service config the TXT record `payload` (what follows "grpc_config=")
 // chooses for this client (gRFC A2): the first choice whose clientLanguage

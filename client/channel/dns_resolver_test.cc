@@ -152,6 +152,39 @@ TEST(DnsResolver, LocalhostIsBothLoopbackAddressesWithoutAskingTheServer) {
   EXPECT_EQ(Names(**got), (std::set<std::string>{"[::1]:8080", "127.0.0.1:8080"}));
 }
 
+TEST(DnsResolver, IpLiteralsAreThemselvesWithoutAskingTheServer) {
+  SilentDnsServer silent;  // asked, it would time out
+  for (const char* host : {"127.0.0.1", "::1"}) {
+    Updates u;
+    auto options = At(silent.address());
+    options.query_timeout = milliseconds(60000);
+    DnsResolver r(host, 8080, options);
+    r.Start(u.Listener());
+    auto got = u.Nth(1, milliseconds(2000));
+    ASSERT_TRUE(got.has_value() && got->ok()) << host;
+    EXPECT_EQ(Names(**got), (std::set<std::string>{std::string(host) == "::1" ? "[::1]:8080"
+                                                                               : "127.0.0.1:8080"}));
+  }
+}
+
+TEST(ResolveLocally, OnlyLiteralsAndLocalhostSkipDns) {
+  auto names = [](std::string_view host) -> std::set<std::string> {
+    std::optional<AddressList> l = ResolveLocally(host, 443);
+    if (!l) return {"(dns)"};
+    std::set<std::string> out;
+    for (const auto& a : *l) out.insert(a.ToString());
+    return out;
+  };
+  EXPECT_EQ(names("10.1.2.3"), (std::set<std::string>{"10.1.2.3:443"}));
+  EXPECT_EQ(names("2001:db8::7"), (std::set<std::string>{"[2001:db8::7]:443"}));
+  EXPECT_EQ(names("::ffff:10.1.2.3"), (std::set<std::string>{"[::ffff:10.1.2.3]:443"}));
+  EXPECT_EQ(names("LocalHost."), (std::set<std::string>{"[::1]:443", "127.0.0.1:443"}));
+  // Not literals: a name, inet_aton's short forms, a dotted quad out of range.
+  for (const char* name : {"svc.example", "10.1.2", "0x7f.1", "127.0.0.256", "1.2.3.4.5", ""}) {
+    EXPECT_EQ(names(name), (std::set<std::string>{"(dns)"})) << name;
+  }
+}
+
 TEST(DnsResolver, ReresolvesWhenAskedNoMoreOftenThanTheMinimumInterval) {
   auto dns = DnsServer::Start({{"svc.ringrpc.test", "127.0.0.2"}});
   ASSERT_TRUE(dns.ok()) << dns.status();
