@@ -151,6 +151,8 @@ class Pool {
     AcquireAwaitable& operator=(const AcquireAwaitable&) = delete;
     ~AcquireAwaitable() {
       if (timer_id_ != 0) runtime_->CancelTimer(timer_id_);
+      slow_.Reset();  // its frame uses the shard: gone before the count drops
+      shard_->OnAcquireEnded();
     }
 
     bool await_ready() {
@@ -194,7 +196,9 @@ class Pool {
 
    private:
     friend class Pool;
-    explicit AcquireAwaitable(internal::Shard<M>* shard) : shard_(shard) {}
+    explicit AcquireAwaitable(internal::Shard<M>* shard) : shard_(shard) {
+      shard_->OnAcquireStarted();
+    }
 
     // acquire_timeout: destroying the slow path cancels it (its guards put
     // the shard back), then the awaiting coroutine resumes with the error.

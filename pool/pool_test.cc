@@ -410,6 +410,42 @@ TEST_F(PoolTest, CloseFailsAcquiresWakesWaitersAndDrains) {
   CheckAll(pool, t_);
 }
 
+// A thread that outlives its pools (a channel per call on long-lived CQ
+// threads) keeps none of their shards: a closed pool's shard goes once no
+// lease, waiter or acquire uses it, and its counters stay in the metrics.
+TEST_F(PoolTest, AClosedPoolsShardIsDestroyedOnceNothingOnItsThreadUsesIt) {
+  FakePool keep = Make(PoolConfig{});
+  FakeLease k = Acquire(keep, t_);
+  PoolConfig c;
+  c.max_size = 1;
+  FakePool pool = Make(c);
+  FakeLease a = Acquire(pool, t_);
+  Started<AcquireResult> waiter = Start(pool, t_);  // max_size 1: waits
+  ASSERT_FALSE(waiter.done());
+  EXPECT_EQ(t_.context().shard_count(), 2u);
+  pool.Close();
+  t_.RunReady();  // the waiter ends UNAVAILABLE; `a` still holds the shard
+  ASSERT_TRUE(waiter.done());
+  EXPECT_EQ(waiter.result().status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(t_.context().shard_count(), 2u);
+  a.Release();
+  EXPECT_EQ(t_.context().shard_count(), 2u);  // never inline: on the next turn
+  t_.RunReady();
+  EXPECT_EQ(t_.context().shard_count(), 1u);
+  EXPECT_EQ(pool.Metrics().created, 1u);
+  EXPECT_EQ(pool.Metrics().retired[size_t(RetireReason::kPoolClosed)], 1u);
+  // A touch after the close makes a shard that goes the same way.
+  EXPECT_EQ(t_.Run([&] { return pool.TryAcquire().status().code(); }),
+            absl::StatusCode::kUnavailable);
+  EXPECT_EQ(t_.context().shard_count(), 2u);
+  t_.RunReady();
+  EXPECT_EQ(t_.context().shard_count(), 1u);
+  // The open pool's shard was never touched; the closed one left nothing.
+  EXPECT_EQ(State(keep, t_), (ShardState{.size = 1, .connections = 1, .leases = 1}));
+  EXPECT_EQ(pool.Metrics().live, 0u);
+  EXPECT_EQ(pool.Metrics().leases, 0u);
+}
+
 TEST_F(PoolTest, RecycleFailureDestroysAndMovesOn) {
   PoolConfig c;
   c.max_size = 2;

@@ -26,13 +26,25 @@ namespace ringrpc::pool {
 class ShardBase {
  public:
   virtual ~ShardBase() = default;
+  // The shard's pool is closed and nothing on this thread uses the shard any
+  // more (no connection, dial, waiter or acquire in progress): its thread
+  // may destroy it.
+  virtual bool Finished() const = 0;
 };
 
 // Per-thread state: the thread's Runtime (may be null) and its pool shards,
 // keyed by pool id. A real thread gets one implicitly; a test can simulate
 // several threads on one OS thread by entering their contexts with Scope.
 // Owned by its thread; never shared.
-class ThreadContext {
+//
+// A closed pool's shard goes once it is Finished(): the shard asks for a
+// sweep (RequestSweep) when it may have become so, and the sweep runs from
+// a timer due at once, on this thread's runtime, with nothing of any pool
+// on the stack. Without it a thread that outlives many pools (a channel per
+// call on long-lived CQ threads) kept every shard it ever made, and each
+// shard its pool's shared state (a few KiB a pool). A thread with no
+// runtime keeps its shards until it ends.
+class ThreadContext : private TimerCallback {
  public:
   ThreadContext() = default;
   explicit ThreadContext(Runtime* runtime) : runtime_(runtime) {}
@@ -66,6 +78,10 @@ class ThreadContext {
   ShardBase* AddShard(uint64_t pool_id, std::unique_ptr<ShardBase> shard);
   size_t shard_count() const { return shards_.size(); }
 
+  // Destroys the Finished() shards soon (on the next timer turn of this
+  // thread's runtime, never inline). Cheap to call often: one timer at most.
+  void RequestSweep();
+
   // Makes `ctx` current for this OS thread until the Scope ends.
   class Scope {
    public:
@@ -83,7 +99,11 @@ class ThreadContext {
   static ThreadContext& Implicit();
   static inline thread_local ThreadContext* tls_current_ = nullptr;
 
+  void OnTimer() override;  // the sweep
+
   Runtime* runtime_ = nullptr;
+  uint64_t sweep_timer_ = 0;  // pending sweep, 0: none
+  bool dying_ = false;        // in the destructor: no more sweeps
   std::vector<std::pair<uint64_t, std::unique_ptr<ShardBase>>> shards_;
   uint64_t cached_id_ = 0;  // pool ids start at 1
   ShardBase* cached_shard_ = nullptr;

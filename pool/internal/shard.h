@@ -187,6 +187,20 @@ class alignas(64) Shard final : public ShardBase {
     return inner_->closed.load(std::memory_order_relaxed);
   }
 
+  // See ShardBase. Every path that can make it true asks its thread for a
+  // sweep: OnClose, Destroy and the end of an acquire on a closed shard.
+  bool Finished() const override {
+    return closed() && slots_.empty() && size_ == 0 && connecting_ == 0 &&
+           waiter_count_ == 0 && granted_ == 0 && recycling_ == 0 && acquiring_ == 0;
+  }
+
+  // An Acquire() awaitable holds this shard from its making to its end
+  // (its slow path, waiters and guards live inside it).
+  void OnAcquireStarted() { ++acquiring_; }
+  void OnAcquireEnded() {
+    if (--acquiring_ == 0 && closed()) SweepSoon();
+  }
+
   // ---- acquire -----------------------------------------------------------
 
   // The fast path: a connection with a free lease, leased without awaiting.
@@ -426,6 +440,11 @@ class alignas(64) Shard final : public ShardBase {
     RINGRPC_DCHECK(&ThreadContext::Current() == owner_);
   }
 
+  // A closed shard that may be Finished() now: its thread looks soon.
+  void SweepSoon() {
+    if (!dying_) owner_->RequestSweep();
+  }
+
   std::shared_ptr<Inner<M>> keep_;
   Inner<M>* inner_;
   const PoolConfig& config_;
@@ -442,6 +461,7 @@ class alignas(64) Shard final : public ShardBase {
   WaiterList waiters_;
   size_t waiter_count_ = 0;
   size_t granted_ = 0;
+  size_t acquiring_ = 0;  // Acquire() awaitables alive on this shard
   ShardCounters counters_;
   absl::Status last_connect_error_;
   uint64_t next_slot_id_ = 0;

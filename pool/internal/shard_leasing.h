@@ -177,6 +177,7 @@ auto Shard<M>::Take(SlotT* s) -> absl::StatusOr<Connection> {
   counters_.live.Sub();
   counters_.taken.Add();
   OnBudgetFreed();
+  if (closed()) SweepSoon();
   return std::move(owned->conn);
 }
 
@@ -329,6 +330,7 @@ void Shard<M>::Destroy(SlotT* s) {
   counters_.live.Sub();
   manager_->Disconnect(std::move(owned->conn));
   OnBudgetFreed();
+  if (closed()) SweepSoon();
 }
 
 template <typename M>

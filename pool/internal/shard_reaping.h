@@ -16,6 +16,7 @@ void Shard<M>::OnClose() {
   for (auto& s : slots_) all.push_back(s.get());
   for (SlotT* s : all) Retire(s, RetireReason::kPoolClosed);
   while (!waiters_.empty()) Wake(waiters_.front(), nullptr);
+  SweepSoon();
 }
 
 template <typename M>
