@@ -145,7 +145,8 @@ struct OffLoopWait final : TimerCallback {
   std::multimap<std::string, std::string> md;
 };
 
-constexpr std::chrono::milliseconds kCancelPoll{50};
+// How soon a call waiting for its credentials notices TryCancel.
+constexpr std::chrono::milliseconds kCancelPoll{20};
 
 }  // namespace
 

@@ -1,6 +1,7 @@
 // ClientCall and opening a call on a channel: pick -> lease -> start the
 // stream -> register cancel (CallOpener), and the unary call on top.
 #include <algorithm>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -535,12 +536,65 @@ std::optional<Status> Ended(Attempt& a) {
     return Status(StatusCode::CANCELLED, "another hedged attempt of the call answered first");
   }
   if (a.loop.Now() < a.deadline) return std::nullopt;
+  if (!a.st.resolved_once()) {
+    // The wait was for the resolver, not for a connection: say which.
+    return Status(StatusCode::DEADLINE_EXCEEDED,
+                  "deadline exceeded before the target was resolved (the resolver has not "
+                  "answered yet)");
+  }
   return Status(StatusCode::DEADLINE_EXCEEDED,
                 a.last.ok() ? std::string("deadline exceeded before a connection was ready")
                             : absl::StrCat("deadline exceeded waiting for a connection; last "
                                            "error: ",
                                            a.last.message()));
 }
+
+// While it lives, TryCancel from any thread runs `interrupt` on the call's
+// loop (a wait that is not cut into kCancelPoll slices ends at once). The
+// context reaches one wait or one started call at a time, as for hedges: a
+// registration made later replaces this one, and this one is taken back
+// only if it is still there.
+class CancelWake {
+ public:
+  CancelWake(Attempt& a, std::function<void()> interrupt)
+      : cancel_(a.cancel),
+        target_(std::make_shared<Target>(Target{&a.loop, std::move(interrupt)})) {
+    bool now;
+    {
+      MutexLock lock(&cancel_->mu);
+      now = cancel_->cancelled;
+      if (!now) {
+        cancel_->running = target_;
+        cancel_->cancel_running = [](const std::shared_ptr<void>& t) {
+          std::weak_ptr<Target> weak = std::static_pointer_cast<Target>(t);
+          std::static_pointer_cast<Target>(t)->loop->Post([weak] {
+            if (std::shared_ptr<Target> target = weak.lock()) target->interrupt();
+          });
+        };
+      }
+    }
+    if (now) target_->interrupt();  // cancelled since the last check
+  }
+  CancelWake(const CancelWake&) = delete;
+  CancelWake& operator=(const CancelWake&) = delete;
+  ~CancelWake() {
+    MutexLock lock(&cancel_->mu);
+    std::shared_ptr<void> mine = target_;
+    const std::weak_ptr<void>& r = cancel_->running;
+    if (!r.owner_before(mine) && !mine.owner_before(r)) {
+      cancel_->running.reset();
+      cancel_->cancel_running = nullptr;
+    }
+  }
+
+ private:
+  struct Target {
+    runtime::EventLoop* loop;
+    std::function<void()> interrupt;
+  };
+  const std::shared_ptr<CancelState> cancel_;
+  const std::shared_ptr<Target> target_;
+};
 
 // The lease failed: another address, a wait (wait_for_ready) or the end.
 Task<Step> OnLeaseFailed(Attempt& a, absl::Status error) {
@@ -625,10 +679,16 @@ Task<Step> FinishPick(Attempt& a, Step step) {
   Duration left = a.deadline == TimePoint::max() ? Duration(std::chrono::hours(24 * 365))
                                                  : a.deadline - a.loop.Now();
   if (a.abandoned != nullptr) left = std::min(left, Duration(channel::kAbandonPoll));
-  std::optional<absl::StatusOr<SubchannelLease>> waited =
-      co_await runtime::WithTimeout<absl::StatusOr<SubchannelLease>>(
-          a.loop, channel::Acquire(a.sc->pool), left);
-  if (!waited) co_return Step::kAgain;  // the deadline check reports it
+  runtime::WithTimeout<absl::StatusOr<SubchannelLease>> wait(
+      a.loop, channel::Acquire(a.sc->pool), left);
+  std::optional<absl::StatusOr<SubchannelLease>> waited;
+  {
+    // Behind another call's dial this wait can last the connect timeout:
+    // TryCancel ends it at once (the dial goes on for the others).
+    CancelWake wake(a, [&wait] { wait.Interrupt(); });
+    waited = co_await wait;
+  }
+  if (!waited) co_return Step::kAgain;  // the deadline or cancel check reports it
   absl::StatusOr<SubchannelLease> lease = std::move(*waited);
   if (!lease.ok() && a.sc->pool.closed() && a.number < channel::kMaxClosedPoolRepicks) {
     // A resolver update dropped this address after the pick (the fault

@@ -77,8 +77,8 @@ class LoopEvent final : private EventLoop::Deferred {
   bool set_ = false;
 };
 
-// Runs `task` with a time limit: nullopt if `timeout` passed first (the task
-// was destroyed, which cancels it).
+// Runs `task` with a time limit: nullopt if `timeout` passed first, or
+// Interrupt() came first (the task was destroyed, which cancels it).
 template <typename T>
 class WithTimeout final : private TimerCallback {
  public:
@@ -89,7 +89,22 @@ class WithTimeout final : private TimerCallback {
   ~WithTimeout() {
     if (timer_ != 0) loop_.CancelTimer(timer_);
   }
-  bool await_ready() { return false; }
+
+  // Ends the wait now, as if its time were up: the task is destroyed and
+  // the awaiting coroutine resumes with nullopt (inline, when it is
+  // suspended here). Before the co_await, the wait ends at once; after it
+  // ended, a no-op. On the loop's thread, never from inside the task.
+  void Interrupt() {
+    if (timed_out_ || done_) return;
+    if (awaiting_) {
+      loop_.CancelTimer(timer_);
+      OnTimer();
+    } else {
+      timed_out_ = true;  // await_ready says so
+    }
+  }
+
+  bool await_ready() { return timed_out_; }
   std::coroutine_handle<> await_suspend(std::coroutine_handle<> h) {
     awaiting_ = h;
     task_.handle().promise().continuation = h;
@@ -97,6 +112,7 @@ class WithTimeout final : private TimerCallback {
     return task_.handle();
   }
   std::optional<T> await_resume() {
+    done_ = true;
     if (timer_ != 0) {
       loop_.CancelTimer(timer_);
       timer_ = 0;
@@ -118,6 +134,7 @@ class WithTimeout final : private TimerCallback {
   std::coroutine_handle<> awaiting_;
   uint64_t timer_ = 0;
   bool timed_out_ = false;
+  bool done_ = false;  // resumed: Interrupt() is a no-op
 };
 
 }  // namespace ringrpc::runtime
