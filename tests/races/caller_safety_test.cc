@@ -520,6 +520,48 @@ TEST(CallerSafety, TryCancelEndsAWaitForReadyCallInItsBackoffAtOnce) {
   EXPECT_LT(took, kSanitized ? milliseconds(1000) : milliseconds(500));
 }
 
+// A call waiting in the pool behind another call's dial (one connect
+// attempt at a time per address and thread, gRFC A105) ends CANCELLED as
+// soon as it is cancelled, not when that dial ends (the connect timeout,
+// 20 s, against a server that never speaks); the other call's dial goes on.
+TEST(CallerSafety, TryCancelEndsACallWaitingBehindAnotherCallsDialAtOnce) {
+  transport::testing::RawServer silent("");  // accepts, never speaks
+  ChannelArguments args;
+  args.SetInt("ringrpc.cq_threads", 1);  // both calls on one thread's pool
+  auto channel = CreateCustomChannel(silent.address(), InsecureChannelCredentials(), args);
+  auto stub = TestService::NewStub(channel);
+  ClientContext dialer_ctx;
+  dialer_ctx.set_deadline(SysClock::now() + seconds(30));
+  EchoRequest req;
+  EchoResponse dialer_resp;
+  std::promise<Status> dialer_done;
+  stub->async()->Unary(&dialer_ctx, &req, &dialer_resp,
+                       [&](Status s) { dialer_done.set_value(s); });
+  std::this_thread::sleep_for(milliseconds(200));  // its dial is out
+  ClientContext ctx;
+  ctx.set_deadline(SysClock::now() + seconds(30));
+  auto call = std::async(std::launch::async, [&] {
+    EchoResponse resp;
+    return stub->Unary(&ctx, req, &resp);
+  });
+  EXPECT_EQ(call.wait_for(milliseconds(300)), std::future_status::timeout);
+  const auto cancelled_at = std::chrono::steady_clock::now();
+  ctx.TryCancel();
+  ASSERT_EQ(call.wait_for(seconds(5)), std::future_status::ready)
+      << "still waiting for the other call's dial 5 s after TryCancel";
+  const auto took = std::chrono::steady_clock::now() - cancelled_at;
+  Status s = call.get();
+  EXPECT_EQ(s.error_code(), StatusCode::CANCELLED) << s.ToString();
+  EXPECT_LT(took, kSanitized ? milliseconds(1000) : milliseconds(500));
+  // The dialling call was not disturbed: still waiting, until it is
+  // cancelled too (it owns the dial: that ends with it).
+  auto dialer = dialer_done.get_future();
+  EXPECT_EQ(dialer.wait_for(milliseconds(100)), std::future_status::timeout);
+  dialer_ctx.TryCancel();
+  ASSERT_EQ(dialer.wait_for(seconds(5)), std::future_status::ready);
+  EXPECT_EQ(dialer.get().error_code(), StatusCode::CANCELLED);
+}
+
 TEST(CallerSafety, AResponseThatIsNotApplicationGrpcFailsNamingTheContentType) {
   using namespace transport::testing;
   // SETTINGS at once; the answer once the call's stream 1 exists.
@@ -661,6 +703,73 @@ TEST(CallerSafety, ANullContextIsInvalidArgumentInEveryForm) {
   auto reader = stub->ServerStream(nullptr, req);
   EXPECT_FALSE(reader->Read(&resp));
   EXPECT_EQ(reader->Finish().error_code(), StatusCode::INVALID_ARGUMENT);
+}
+
+// ---- 8. short-lived channels ------------------------------------------------------------
+
+// A channel per call to one target from several threads: channels with the
+// same target and arguments share one subchannel pool, and a new channel
+// must never meet a pool that the last one is closing (it waited out its
+// whole deadline before the fix: ~13% of calls).
+TEST(CallerSafety, AChannelPerCallToOneTargetNeverWaitsOutItsDeadline) {
+  auto server = StartServer();
+  constexpr int kThreads = 4;
+  const int kPerThread = kSanitized ? 40 : 150;
+  std::atomic<int> ok{0};
+  std::mutex mu;
+  std::vector<std::string> failures;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kPerThread; ++i) {
+        auto channel =
+            CreateCustomChannel(server->address(), InsecureChannelCredentials(), ChannelArguments());
+        auto stub = TestService::NewStub(channel);
+        ClientContext ctx;
+        ctx.set_deadline(SysClock::now() + seconds(3));
+        EchoRequest req;
+        req.set_payload(absl::StrCat(t, "/", i));
+        EchoResponse resp;
+        Status s = stub->Unary(&ctx, req, &resp);
+        if (s.ok() && resp.payload() == req.payload()) {
+          ok.fetch_add(1);
+        } else {
+          std::lock_guard<std::mutex> lock(mu);
+          failures.push_back(absl::StrCat(t, "/", i, ": ", s.ToString()));
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(ok.load(), kThreads * kPerThread);
+  EXPECT_THAT(failures, ::testing::IsEmpty());
+}
+
+// The same from one thread, where each short-lived channel makes a few
+// calls, some of them refused locally (bad metadata) before any is sent.
+TEST(CallerSafety, ShortLivedChannelsWithLocallyRefusedCallsNeverStallTheNext) {
+  auto server = StartServer();
+  const int kChannels = kSanitized ? 60 : 200;
+  std::vector<std::string> failures;
+  for (int i = 0; i < kChannels; ++i) {
+    auto stub = TestService::NewStub(
+        CreateCustomChannel(server->address(), InsecureChannelCredentials(), ChannelArguments()));
+    for (int c = 0; c < 3; ++c) {
+      ClientContext ctx;
+      ctx.set_deadline(SysClock::now() + seconds(3));
+      const bool refused = (i + c) % 3 == 0;
+      if (refused) ctx.AddMetadata("connection", "x");
+      EchoRequest req;
+      req.set_payload(absl::StrCat(i, "/", c));
+      EchoResponse resp;
+      Status s = stub->Unary(&ctx, req, &resp);
+      const StatusCode want = refused ? StatusCode::INVALID_ARGUMENT : StatusCode::OK;
+      if (s.error_code() != want || (s.ok() && resp.payload() != req.payload())) {
+        failures.push_back(absl::StrCat(i, "/", c, ": ", s.ToString()));
+      }
+    }
+  }
+  EXPECT_THAT(failures, ::testing::IsEmpty());
 }
 
 }  // namespace
