@@ -154,6 +154,10 @@ Status Channel::SpawnOn(size_t cq_thread, Task<void> task) {
 
 size_t Channel::cq_thread_count() const { return state_->cq() ? state_->cq()->size() : 0; }
 
+std::string Channel::poller() const {
+  return state_->cq() ? runtime::BackendName(state_->cq()->backend()) : "";
+}
+
 void Channel::UnaryCallAsync(std::string method, ClientContext* ctx, std::string request,
                              std::string* response, std::function<void(Status)> done) {
   UnaryCallAsync(std::move(method), ctx, std::move(request), {.str = response}, std::move(done));

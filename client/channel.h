@@ -179,6 +179,10 @@ class Channel {
   // has the process-wide ones, where its calls end with the error; 0 only
   // when no CQ thread could start).
   size_t cq_thread_count() const;
+  // The event loop those threads run: "io_uring", or "epoll" (asked for,
+  // or the fallback where io_uring cannot be set up: an old kernel, a
+  // seccomp filter, io_uring_disabled); "" when no CQ thread could start.
+  std::string poller() const;
 
   // ---- state ------------------------------------------------------------------
   ConnectivityState GetState(bool try_to_connect);
