@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test: the whole suite in the default configuration (optimised,
 # debug info), again under ASAN+UBSAN, the concurrent tests (tag "tsan")
-# under ThreadSanitizer, the xDS scenarios with grpc-js-xds as the client
+# under ThreadSanitizer, the channel, fault and race suites on the epoll
+# loop, the xDS scenarios with grpc-js-xds as the client
 # (tests/xds/reference), the layer check (docs/architecture.md's map against
 # the Bazel graph), a clang build of the library with -Wthread-safety as
 # errors, and the two consumers: a Bazel workspace and a CMake project that
@@ -52,6 +53,12 @@ run_config() {
 run_config default //...
 run_config asan --config=asan //...
 run_config tsan --config=tsan --test_tag_filters=tsan //...
+# The channel, fault and race suites again on the epoll loop (what a CQ
+# thread runs where io_uring is refused): the default build's binaries, so
+# nothing is rebuilt. uring_fallback_test checks the fallback itself.
+run_config epoll --test_env=RINGRPC_POLLER=epoll //client:channel_test \
+  //tests/faults:fault_test //tests/races:race_test //tests/races:caller_safety_test \
+  //tests/races:shutdown_test
 # The xDS scenarios with grpc-js-xds as the client (issue 18): its npm
 # packages first (npm ci from the registry, cached).
 if modules=$(tests/xds/reference/run.sh --install 2> "$logdir/xds-reference-install.log"); then
