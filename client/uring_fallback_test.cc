@@ -52,16 +52,19 @@ TEST(UringFallback, CallsWorkOnEpollWhenIoUringIsRefusedAndTheChannelSaysSo) {
   auto server = testing::ServerProcess::Start();
   ASSERT_TRUE(server.ok()) << server.status();
   {
-    // Before: this kernel gives io_uring (else there is nothing to fall from).
-    auto channel = CreateChannel((*server)->address(), InsecureChannelCredentials());
+    // Before: this kernel gives io_uring (else there is nothing to fall
+    // from). Threads of its own: the process-wide set is made only below,
+    // under the filter (a set let go here may outlive this scope briefly).
+    ChannelArguments args;
+    args.SetInt("ringrpc.cq_threads", 1);
+    auto channel = CreateCustomChannel((*server)->address(), InsecureChannelCredentials(), args);
     if (channel->poller() != "io_uring") GTEST_SKIP() << "io_uring unavailable here already";
   }
   ASSERT_TRUE(ForbidIoUringSetup()) << "seccomp: " << errno;
   ASSERT_EQ(syscall(__NR_io_uring_setup, 8, nullptr), -1);
   ASSERT_EQ(errno, EPERM);
 
-  // The shared CQ threads (made anew: the last channel let them go) and a
-  // channel's own both fall back.
+  // The process-wide CQ threads and a channel's own both fall back.
   ChannelArguments own;
   own.SetInt("ringrpc.cq_threads", 2);
   for (auto channel : {CreateChannel((*server)->address(), InsecureChannelCredentials()),

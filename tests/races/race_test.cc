@@ -8,7 +8,8 @@
 // at random moments (before start, during connect, mid-stream, after the
 // end); Invalidate(), GetState, resolver updates; contexts reused; the
 // channel's last reference dropped with calls queued, in flight, or inside
-// their own callbacks.
+// their own callbacks; in some rounds, two threads churning short-lived
+// channels (a call or two each) to one live backend beside the rest.
 //
 // After every round: each started call ended exactly once, with a status
 // from the allowed set, and an OK call carries its own response (never
@@ -100,7 +101,7 @@ using CallPtr = std::shared_ptr<CallRec>;
 
 struct Stats {
   std::atomic<uint64_t> calls{0}, cancels{0}, destructions{0}, invalidates{0}, updates{0},
-      ok{0}, cancelled{0}, deadline{0}, unavailable{0};
+      ok{0}, cancelled{0}, deadline{0}, unavailable{0}, churned{0};
 };
 
 // ---- the reactors (each deletes itself in OnDone, as grpc++ code often does) ----------
@@ -240,9 +241,21 @@ class Round {
     for (int t = 0; t < threads; ++t) {
       users.emplace_back([this, t] { User(Rng(seed_ * 31 + t + 1)); });
     }
+    // Channel churn beside the round's channel: two threads each making
+    // short-lived channels to one live backend, a call or two on each
+    // (equal targets and arguments: they share, and close, one pool).
+    std::vector<std::thread> churners;
+    if (!silent_ && rng() % 3 == 0) {
+      channel_setup_ += ", with channel churn";
+      const std::string target = b_.servers[rng() % b_.servers.size()]->address();
+      for (int t = 0; t < 2; ++t) {
+        churners.emplace_back([this, t, target] { Churn(Rng(seed_ * 7 + t + 3), target); });
+      }
+    }
     std::thread canceller([this] { Canceller(Rng(seed_ * 17 + 7)); });
     std::thread chaos([this] { Chaos(Rng(seed_ * 13 + 5)); });
     for (auto& u : users) u.join();
+    for (auto& c : churners) c.join();
     stop_ = true;
     canceller.join();
     chaos.join();
@@ -476,6 +489,22 @@ class Round {
     }
   }
 
+  void Churn(Rng rng, const std::string& target) {
+    const int channels = 5 + int(rng() % 15);
+    for (int i = 0; i < channels && !stop_; ++i) {
+      auto stub = TestService::NewStub(CreateChannel(target, InsecureChannelCredentials()));
+      ++stats_->churned;
+      const int calls = 1 + int(rng() % 2);
+      for (int k = 0; k < calls; ++k) {
+        CallPtr c = NewCall(rng, Form::kBlockingUnary);
+        Status s = stub->Unary(&c->ctx, c->req, &c->resp);
+        c->End(s, s.ok() && c->resp.payload() != c->payload
+                      ? absl::StrCat("got \"", c->resp.payload(), "\"")
+                      : "");
+      }
+    }
+  }
+
   void Canceller(Rng rng) {
     while (!stop_) {
       CallPtr victim;
@@ -666,14 +695,14 @@ TEST(Races, EveryCallEndsOnceWithItsOwnAnswerAndNothingLeaks) {
   std::printf(
       "races: %llu rounds (seeds %llu..%llu), %llu calls (%llu ok, %llu cancelled, %llu deadline, "
       "%llu unavailable), %llu TryCancel, %llu channel destructions, %llu Invalidate, %llu "
-      "resolver updates; RSS %ld -> %ld KiB\n",
+      "resolver updates, %llu short-lived channels; RSS %ld -> %ld KiB\n",
       (unsigned long long)rounds, (unsigned long long)seed,
       (unsigned long long)(seed + seeds_tried - 1), (unsigned long long)stats.calls.load(),
       (unsigned long long)stats.ok.load(), (unsigned long long)stats.cancelled.load(),
       (unsigned long long)stats.deadline.load(), (unsigned long long)stats.unavailable.load(),
       (unsigned long long)stats.cancels.load(), (unsigned long long)stats.destructions.load(),
       (unsigned long long)stats.invalidates.load(), (unsigned long long)stats.updates.load(),
-      rss_before, rss_after);
+      (unsigned long long)stats.churned.load(), rss_before, rss_after);
   std::printf("UNAVAILABLE from live backends: %llu\n", (unsigned long long)live_unavailable);
   for (const std::string& m : live_unavailable_samples) std::printf("  e.g. %s\n", m.c_str());
   EXPECT_GT(stats.ok.load(), 0u);
