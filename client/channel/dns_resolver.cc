@@ -17,6 +17,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "base/fork.h"
 #include "client/channel/backoff.h"
 #include <nlohmann/json.hpp>
 
@@ -202,13 +203,24 @@ void DnsResolver::Start(ResolverListener listener) {
   thread_ = std::thread([this] { Loop(); });
 }
 
+bool DnsResolver::ForkedAway() const { return ForkGeneration() != fork_generation_; }
+
 void DnsResolver::RequestReresolution() {
+  if (ForkedAway()) return;  // no thread here to resolve (see Shutdown)
   MutexLock lock(&mu_);
   requested_ = true;
   cv_.Signal();
 }
 
 void DnsResolver::Shutdown() {
+  if (ForkedAway()) {
+    // A child of the process that made this resolver: its thread is not
+    // here to join, its mutex may have been held by that thread at the
+    // fork, and the eventfd is shared with the parent's (a write would wake
+    // the parent's thread). None is touched.
+    if (thread_.joinable()) AbandonForever(std::make_unique<std::thread>(std::move(thread_)));
+    return;
+  }
   {
     MutexLock lock(&mu_);
     stop_ = true;

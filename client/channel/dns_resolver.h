@@ -16,7 +16,9 @@
 // UNAVAILABLE saying so. Shutdown cancels a query in flight.
 //
 // Threading: as for every Resolver (client/resolver.h): the listener is
-// called on the resolver's thread, one call at a time.
+// called on the resolver's thread, one call at a time. In a child of the
+// process that started it (fork()) it resolves no more (its thread stays
+// in the parent) and its shutdown joins nothing.
 //
 //   auto r = std::make_shared<DnsResolver>("svc.local", 50051, DnsResolver::Options{});
 //   r->Start([](absl::StatusOr<ResolverResult> update) { ... });
@@ -32,6 +34,7 @@
 #include <thread>
 
 #include "absl/status/statusor.h"
+#include "base/fork.h"
 #include "base/mutex.h"
 #include "base/time.h"
 #include "client/resolver.h"
@@ -59,6 +62,7 @@ class DnsResolver final : public Resolver {
  private:
   struct Lookup;
   void Loop();
+  bool ForkedAway() const;  // this process is a child of the one that made it
   absl::StatusOr<ResolverResult> ResolveOnce(void* ares_channel);
 
   const std::string host_;
@@ -71,6 +75,7 @@ class DnsResolver final : public Resolver {
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
   ResolverListener listener_ ABSL_GUARDED_BY(mu_);
   std::thread thread_;
+  const uint64_t fork_generation_ = ForkGeneration();
   std::atomic<int> resolutions_{0};
   std::minstd_rand rng_{std::random_device{}()};  // the resolver thread's: backoff, A2's percentage
 };

@@ -2,10 +2,16 @@
 
 #include "client/runtime/cpu_count.h"
 
+#include <pthread.h>
+
+#include <cstdio>
 #include <cstdlib>
 #include <future>
 #include <mutex>
+#include <set>
+#include <string>
 
+#include "base/fork.h"
 #include "base/mutex.h"
 #include "pool/thread_context.h"
 
@@ -36,6 +42,14 @@ class Orphans {
       exiting_ = true;
     }
     JoinAll();
+  }
+  // fork(): held across it, so the child's copy is consistent; the child
+  // abandons the parent's orphans (their threads do not exist there).
+  void LockForFork() ABSL_NO_THREAD_SAFETY_ANALYSIS { mu_.Lock(); }
+  void UnlockAfterFork() ABSL_NO_THREAD_SAFETY_ANALYSIS { mu_.Unlock(); }
+  void AbandonInChild() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    for (std::thread& t : threads_) AbandonForever(std::make_unique<std::thread>(std::move(t)));
+    threads_.clear();
   }
   void JoinAll() {
     std::vector<std::thread> threads;
@@ -71,7 +85,100 @@ Orphans& TheOrphans() {
   return *orphans;
 }
 
+// Every CqThreads alive, for the fork handlers.
+class LiveSets {
+ public:
+  void Add(CqThreads* s) {
+    MutexLock lock(&mu_);
+    sets_.insert(s);
+  }
+  void Remove(CqThreads* s) {
+    MutexLock lock(&mu_);
+    sets_.erase(s);
+  }
+  // pthread_atfork: the sets and the orphans are held across fork(); in the
+  // child every set gets new threads (the parent's do not exist there).
+  static void Prepare() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    Get().mu_.Lock();
+    TheOrphans().LockForFork();
+  }
+  static void Parent() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    TheOrphans().UnlockAfterFork();
+    Get().mu_.Unlock();
+  }
+  static void Child() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    TheOrphans().AbandonInChild();
+    for (CqThreads* s : Get().sets_) s->RestartInChild();
+    TheOrphans().UnlockAfterFork();
+    Get().mu_.Unlock();
+  }
+  static LiveSets& Get() {
+    static LiveSets* sets = [] {
+      auto* s = new LiveSets;  // never destroyed, as the orphans
+      pthread_atfork(&Prepare, &Parent, &Child);
+      return s;
+    }();
+    return *sets;
+  }
+
+ private:
+  Mutex mu_;
+  std::set<CqThreads*> sets_ ABSL_GUARDED_BY(mu_);
+};
+
 }  // namespace
+
+absl::StatusOr<std::unique_ptr<CqThreads::Thread>> CqThreads::StartThread(
+    std::optional<Backend> backend, size_t i) {
+  auto t = std::make_unique<Thread>();
+  std::promise<absl::StatusOr<EventLoop*>> ready;
+  std::future<absl::StatusOr<EventLoop*>> made = ready.get_future();
+  t->thread = std::thread([backend, i, &ready] {
+    // The loop is made on its own thread (io_uring single-issuer mode).
+    absl::StatusOr<std::unique_ptr<EventLoop>> loop = EventLoop::Create(backend);
+    if (!loop.ok()) {
+      ready.set_value(loop.status());
+      return;
+    }
+    (*loop)->set_cq_index(i);
+    auto context = std::make_unique<pool::ThreadContext>(loop->get());
+    {
+      pool::ThreadContext::Scope scope(context.get());
+      ready.set_value(loop->get());
+      (*loop)->Run();
+      // Order matters: tasks may hold leases on the shards; shards' reapers
+      // and connections use the loop.
+      (*loop)->DestroyTasks();
+      context.reset();
+    }
+    loop->reset();
+  });
+  absl::StatusOr<EventLoop*> loop = made.get();
+  if (!loop.ok()) {
+    t->thread.join();
+    return loop.status();
+  }
+  t->loop = *loop;
+  return t;
+}
+
+void CqThreads::RestartInChild() {
+  for (auto& t : threads_) {
+    // The parent's thread, loop, ring, tasks and connections: never touched
+    // again here (the ring and the sockets are still the parent's).
+    AbandonForever(std::move(t));
+    // The same backend the parent ran (io_uring falls back to epoll as at
+    // first); nothing to fall back to means no thread can run calls here.
+    absl::StatusOr<std::unique_ptr<Thread>> fresh = StartThread(backend_, &t - &threads_[0]);
+    if (!fresh.ok()) fresh = StartThread(std::nullopt, &t - &threads_[0]);
+    if (!fresh.ok()) {
+      std::fprintf(stderr, "ringrpc: no CQ thread could start after fork(): %s\n",
+                   std::string(fresh.status().message()).c_str());
+      std::abort();
+    }
+    t = *std::move(fresh);
+  }
+}
 
 absl::StatusOr<std::unique_ptr<CqThreads>> CqThreads::Start(Options options) {
   TheOrphans().JoinAll();
@@ -86,43 +193,22 @@ absl::StatusOr<std::unique_ptr<CqThreads>> CqThreads::Start(Options options) {
 
   std::unique_ptr<CqThreads> cq(new CqThreads());
   for (size_t i = 0; i < n; ++i) {
-    auto t = std::make_unique<Thread>();
-    std::promise<absl::StatusOr<EventLoop*>> ready;
-    std::future<absl::StatusOr<EventLoop*>> made = ready.get_future();
-    t->thread = std::thread([backend, i, &ready] {
-      // The loop is made on its own thread (io_uring single-issuer mode).
-      absl::StatusOr<std::unique_ptr<EventLoop>> loop = EventLoop::Create(backend);
-      if (!loop.ok()) {
-        ready.set_value(loop.status());
-        return;
-      }
-      (*loop)->set_cq_index(i);
-      auto context = std::make_unique<pool::ThreadContext>(loop->get());
-      {
-        pool::ThreadContext::Scope scope(context.get());
-        ready.set_value(loop->get());
-        (*loop)->Run();
-        // Order matters: tasks may hold leases on the shards; shards' reapers
-        // and connections use the loop.
-        (*loop)->DestroyTasks();
-        context.reset();
-      }
-      loop->reset();
-    });
-    absl::StatusOr<EventLoop*> loop = made.get();
-    if (!loop.ok()) {
-      t->thread.join();
+    absl::StatusOr<std::unique_ptr<Thread>> t = StartThread(backend, i);
+    if (!t.ok()) {
       cq->Shutdown();
-      return loop.status();
+      return t.status();
     }
-    t->loop = *loop;
-    cq->backend_ = (*loop)->backend();
-    cq->threads_.push_back(std::move(t));
+    cq->backend_ = (*t)->loop->backend();
+    cq->threads_.push_back(*std::move(t));
   }
+  LiveSets::Get().Add(cq.get());
   return cq;
 }
 
-CqThreads::~CqThreads() { Shutdown(); }
+CqThreads::~CqThreads() {
+  LiveSets::Get().Remove(this);
+  Shutdown();
+}
 
 void CqThreads::Shutdown() {
   for (auto& t : threads_) {

@@ -45,6 +45,14 @@ class CqThreads {
   // Runs `fn` on CQ thread `i`.
   void Post(size_t i, Inbox::Fn fn) { threads_[i]->loop->Post(std::move(fn)); }
 
+  // fork(): in the child, every set gets new threads with new loops before
+  // fork() returns (a pthread_atfork handler), so channels made before the
+  // fork keep working there, on connections of their own. What the parent's
+  // threads held (their rings, tasks, calls in flight and connections) is
+  // abandoned in the child, never touched: the calls the parent had in
+  // flight do not end in the child.
+  void RestartInChild();
+
   // Stops every loop: tasks destroyed (operations cancelled), pool shards
   // destroyed (connections closed), loops closed, threads joined (a thread
   // calling this on itself ends on its own and is joined by the next Start
@@ -57,6 +65,8 @@ class CqThreads {
     std::thread thread;
   };
   CqThreads() = default;
+  static absl::StatusOr<std::unique_ptr<Thread>> StartThread(std::optional<Backend> backend,
+                                                             size_t i);
 
   Backend backend_ = Backend::kIoUring;
   std::vector<std::unique_ptr<Thread>> threads_;

@@ -310,6 +310,11 @@ absl::StatusOr<std::shared_ptr<Http2Connection>> Http2Connection::Attach(
     EventLoop& loop, DetachedConnection detached) {
   std::shared_ptr<Http2Connection> conn = std::move(detached.conn_);
   if (conn == nullptr) return absl::InvalidArgumentError("attach of an empty connection");
+  if (conn->fork_generation_ != ForkGeneration()) {
+    // Parked by the parent before fork(): its socket is the parent's
+    // connection. Dropped unread and unwritten (its descriptor closes here).
+    return absl::UnavailableError("connection made before fork() (it belongs to the parent)");
+  }
   conn->loop_ = &loop;
   conn->flush_event_.emplace(loop);
   conn->settings_event_.emplace(loop);

@@ -32,6 +32,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "base/fork.h"
 #include "base/task.h"
 #include "base/time.h"
 #include "client/runtime/event_loop.h"
@@ -217,6 +218,7 @@ class Http2Connection : public std::enable_shared_from_this<Http2Connection> {
   void Distrust(const absl::Status& why);
 
   EventLoop* loop_;  // null while detached
+  const uint64_t fork_generation_ = ForkGeneration();  // never attached in a child
   Address address_;
   ConnectionOptions options_;
   int fd_;
