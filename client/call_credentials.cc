@@ -1,11 +1,15 @@
 #include "client/call_credentials.h"
 
+#include <pthread.h>
+
 #include <chrono>
 #include <deque>
 #include <functional>
+#include <new>
 #include <thread>
 #include <utility>
 
+#include "base/fork.h"
 #include "base/mutex.h"
 #include "client/internal/call_credentials.h"
 #include "client/runtime/loop_event.h"
@@ -74,12 +78,19 @@ class CompositeChannel final : public ChannelCredentials {
 };
 
 // Threads for credentials that may block: one per job in flight, kept 30 s
-// after their last job, so a slow plugin holds up only its own calls.
-// Never destroyed (a job may finish while the process exits).
+// after their last job, so a slow plugin holds up only its own calls. Named
+// "ringrpc-creds". Never destroyed (a job may finish while the process
+// exits). fork(): the lock is held across it; a child has none of these
+// threads, and the jobs queued at the fork are the parent's calls' (left
+// untouched, never run there).
 class CredentialsThreads {
  public:
   static CredentialsThreads& Get() {
-    static CredentialsThreads* threads = new CredentialsThreads;
+    static CredentialsThreads* threads = [] {
+      auto* t = new CredentialsThreads;
+      pthread_atfork(&Prepare, &Parent, &Child);
+      return t;
+    }();
     return *threads;
   }
   void Run(std::function<void()> job) {
@@ -89,10 +100,27 @@ class CredentialsThreads {
       cv_.Signal();
       return;
     }
-    std::thread([this] { Work(); }).detach();
+    std::thread([this] {
+      pthread_setname_np(pthread_self(), "ringrpc-creds");
+      Work();
+    }).detach();
   }
 
  private:
+  static void Prepare() ABSL_NO_THREAD_SAFETY_ANALYSIS { Get().mu_.Lock(); }
+  static void Parent() ABSL_NO_THREAD_SAFETY_ANALYSIS { Get().mu_.Unlock(); }
+  static void Child() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    CredentialsThreads& t = Get();
+    t.idle_ = 0;  // the parent's threads are not here
+    AbandonForever(std::make_unique<std::deque<std::function<void()>>>(std::move(t.jobs_)));
+    t.jobs_.clear();
+    // The copied condition variable still counts the parent's waiters (a
+    // Signal here would wait for them forever): a fresh one, made over it
+    // (destroying it would wait for them too).
+    new (&t.cv_) CondVar();
+    t.mu_.Unlock();
+  }
+
   void Work() {
     for (;;) {
       std::function<void()> job;

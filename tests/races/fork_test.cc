@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "client/call_credentials.h"
 #include "client/channel.h"
 #include "tests/proto/echo_test.ringrpc.pb.h"
 #include "tests/testing/dns_server.h"
@@ -59,14 +60,29 @@ TEST(Fork, TheChildCallsOnOldAndNewChannelsAndTheParentCarriesOn) {
   ASSERT_TRUE(server.ok()) << server.status();
   auto dns = testing::DnsServer::Start({{"svc.ringrpc.test", "127.0.0.1"}});
   ASSERT_TRUE(dns.ok()) << dns.status();
-  // The process-wide CQ threads; a DNS resolver's thread; CQ threads of its own.
+  // The process-wide CQ threads; a DNS resolver's thread; CQ threads of its
+  // own; call credentials from a blocking plugin (its worker threads).
   ChannelArguments own;
   own.SetInt("ringrpc.cq_threads", 2);
+  ChannelArguments insecure_creds;
+  insecure_creds.SetInt("ringrpc.allow_insecure_call_credentials", 1);
+  class Token final : public MetadataCredentialsPlugin {
+    Status GetMetadata(std::string_view, std::string_view, const AuthContext&,
+                       std::multimap<std::string, std::string>* md) override {
+      md->emplace("x-token", "t");
+      return Status();
+    }
+  };
   std::vector<std::shared_ptr<Channel>> channels = {
       CreateChannel((*server)->address(), InsecureChannelCredentials()),
       CreateChannel(absl::StrCat("dns://", (*dns)->address(), "/svc.ringrpc.test:", (*server)->port()),
                     InsecureChannelCredentials()),
-      CreateCustomChannel((*server)->address(), InsecureChannelCredentials(), own)};
+      CreateCustomChannel((*server)->address(), InsecureChannelCredentials(), own),
+      CreateCustomChannel((*server)->address(),
+                          CompositeChannelCredentials(InsecureChannelCredentials(),
+                                                      MetadataCredentialsFromPlugin(
+                                                          std::make_unique<Token>())),
+                          insecure_creds)};
   std::vector<std::unique_ptr<TestService::Stub>> stubs;
   for (auto& c : channels) {
     stubs.push_back(TestService::NewStub(c));
@@ -74,7 +90,7 @@ TEST(Fork, TheChildCallsOnOldAndNewChannelsAndTheParentCarriesOn) {
   }
   // Calls in flight across the fork, on every channel.
   std::vector<std::unique_ptr<Slow>> slow;
-  for (int i = 0; i < 9; ++i) {
+  for (int i = 0; i < 12; ++i) {
     auto s = std::make_unique<Slow>();
     s->req.set_payload(absl::StrCat("slow ", i));
     s->req.set_sleep_ms(800);
@@ -100,7 +116,7 @@ TEST(Fork, TheChildCallsOnOldAndNewChannelsAndTheParentCarriesOn) {
     {
       auto fresh = TestService::NewStub(CreateChannel((*server)->address(), InsecureChannelCredentials()));
       for (int k = 0; k < 5; ++k) {
-        if (!Echoes(*fresh, absl::StrCat("child new ", k))) failed |= 1 << 3;
+        if (!Echoes(*fresh, absl::StrCat("child new ", k))) failed |= 1 << 4;
       }
     }
     // Every channel made before the fork goes (the DNS resolver's thread
@@ -134,8 +150,9 @@ TEST(Fork, TheChildCallsOnOldAndNewChannelsAndTheParentCarriesOn) {
   EXPECT_EQ(failed & 1, 0) << "a call on the process-wide threads' channel failed in the child";
   EXPECT_EQ(failed & 2, 0) << "a call on the DNS channel failed in the child";
   EXPECT_EQ(failed & 4, 0) << "a call on the own-threads channel failed in the child";
-  EXPECT_EQ(failed & 8, 0) << "a call on a channel made in the child failed";
-  EXPECT_EQ(failed & ~15, 0) << "exit status " << failed;
+  EXPECT_EQ(failed & 8, 0) << "a call with call credentials failed in the child";
+  EXPECT_EQ(failed & 16, 0) << "a call on a channel made in the child failed";
+  EXPECT_EQ(failed & ~31, 0) << "exit status " << failed;
   // The parent carries on, on the same connections.
   const uint64_t made = channels[0]->Metrics().created;
   for (size_t i = 0; i < stubs.size(); ++i) {

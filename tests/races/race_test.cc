@@ -11,8 +11,14 @@
 // their own callbacks; in some rounds, two threads churning short-lived
 // channels (a call or two each) to one live backend beside the rest.
 //
+// Each round's channel draws its features: pick_first, round_robin or
+// least_request; retries or hedging (a call may ask the server to fail
+// UNAVAILABLE); compression by default and per call; call credentials from
+// a plugin that is slow and refuses some calls; an interceptor that adds
+// metadata and refuses some calls. The counts per feature are printed.
+//
 // After every round: each started call ended exactly once, with a status
-// from the allowed set, and an OK call carries its own response (never
+// from the allowed set (statuses the suite provoked included), and an OK call carries its own response (never
 // another call's). At the end, once the last channel is gone: no fd or
 // thread left over, RSS back near its baseline (unsanitized builds).
 //
@@ -36,8 +42,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "client/blocking_stream.h"
+#include "client/call_credentials.h"
 #include "client/callback_reactor.h"
 #include "client/channel.h"
+#include "client/interceptor.h"
 #include "client/resolver.h"
 #include "client/transport/address.h"
 #include "client/transport/testing/raw_server.h"
@@ -102,6 +110,67 @@ using CallPtr = std::shared_ptr<CallRec>;
 struct Stats {
   std::atomic<uint64_t> calls{0}, cancels{0}, destructions{0}, invalidates{0}, updates{0},
       ok{0}, cancelled{0}, deadline{0}, unavailable{0}, churned{0};
+  // Rounds that drew each channel feature, and the statuses the suite
+  // provoked on purpose (a server asked to fail, a plugin or an
+  // interceptor refusing).
+  std::mutex mu;
+  std::map<std::string, uint64_t> features;
+  std::atomic<uint64_t> provoked{0};
+  void Feature(const std::string& f) {
+    std::lock_guard<std::mutex> lock(mu);
+    ++features[f];
+  }
+};
+
+// Statuses the suite provokes carry this in their message: allowed ends.
+constexpr std::string_view kProvoked = "race-provoked";
+
+// Call credentials that take their time, and refuse one call in 13.
+class RacePlugin final : public MetadataCredentialsPlugin {
+ public:
+  explicit RacePlugin(uint64_t seed) : n_(seed) {}
+  Status GetMetadata(std::string_view, std::string_view, const AuthContext&,
+                     std::multimap<std::string, std::string>* md) override {
+    const uint64_t n = n_.fetch_add(1);
+    if (n % 4 == 0) std::this_thread::sleep_for(milliseconds(n % 7));
+    if (n % 13 == 0) return Status(StatusCode::UNAUTHENTICATED, std::string(kProvoked) + " plugin");
+    md->emplace("x-race-token", std::to_string(n));
+    return Status();
+  }
+
+ private:
+  std::atomic<uint64_t> n_;
+};
+
+// An interceptor that adds metadata to every call and refuses one in 11
+// before anything is sent.
+class RaceInterceptor final : public experimental::Interceptor {
+ public:
+  explicit RaceInterceptor(bool refuse) : refuse_(refuse) {}
+  void Intercept(experimental::InterceptorBatchMethods* m) override {
+    using Hook = experimental::InterceptionHookPoints;
+    if (refuse_ && m->QueryInterceptionHookPoint(Hook::PRE_SEND_INITIAL_METADATA)) {
+      m->Fail(Status(StatusCode::FAILED_PRECONDITION, std::string(kProvoked) + " interceptor"));
+      return;
+    }
+    if (m->QueryInterceptionHookPoint(Hook::PRE_SEND_INITIAL_METADATA)) {
+      m->GetSendInitialMetadata()->emplace("x-race-intercepted", "1");
+    }
+    m->Proceed();
+  }
+
+ private:
+  const bool refuse_;
+};
+
+class RaceInterceptorFactory final : public experimental::ClientInterceptorFactoryInterface {
+ public:
+  experimental::Interceptor* CreateClientInterceptor(experimental::ClientRpcInfo*) override {
+    return new RaceInterceptor(n_.fetch_add(1) % 11 == 5);
+  }
+
+ private:
+  std::atomic<uint64_t> n_{0};
 };
 
 // ---- the reactors (each deletes itself in OnDone, as grpc++ code often does) ----------
@@ -280,25 +349,77 @@ class Round {
     } else {
       channel_setup_ = "process-wide CQ threads";
     }
-    if (rng() % 2) {
-      args.SetString("grpc.service_config",
-                     R"({"loadBalancingConfig":[{"round_robin":{}}]})");
-      channel_setup_ += ", round_robin";
+    // The LB policy, and retries or hedging of every method (gRFC A6):
+    // a call the server is asked to fail UNAVAILABLE is tried again.
+    static const char* kPolicies[] = {"pick_first", "round_robin", "least_request"};
+    const char* lb = kPolicies[rng() % 3];
+    std::string method_config;
+    switch (rng() % 4) {
+      case 0:
+        method_config = R"(,"retryPolicy":{"maxAttempts":3,"initialBackoff":"0.005s",)"
+                        R"("maxBackoff":"0.02s","backoffMultiplier":2,)"
+                        R"("retryableStatusCodes":["UNAVAILABLE"]})";
+        Feature(rng, "retries");
+        break;
+      case 1:
+        method_config = R"(,"hedgingPolicy":{"maxAttempts":3,"hedgingDelay":"0.005s",)"
+                        R"("nonFatalStatusCodes":["UNAVAILABLE"]})";
+        Feature(rng, "hedging");
+        break;
+      default: break;
+    }
+    args.SetString("grpc.service_config",
+                   absl::StrCat(R"({"loadBalancingConfig":[{")", lb, R"(":{}}],)",
+                                R"("methodConfig":[{"name":[{"service":"ringrpc.test.TestService"}])",
+                                method_config, "}]}"));
+    Feature(rng, lb);
+    if (rng() % 3 == 0) {
+      args.SetInt("grpc.default_compression_algorithm", 1 + int(rng() % 2));
+      Feature(rng, "compression");
+    }
+    std::shared_ptr<ChannelCredentials> creds = InsecureChannelCredentials();
+    const bool with_creds = rng() % 4 == 0;
+    if (with_creds) {
+      args.SetInt("ringrpc.allow_insecure_call_credentials", 1);
+      creds = CompositeChannelCredentials(
+          creds, MetadataCredentialsFromPlugin(std::make_unique<RacePlugin>(seed_)));
+      Feature(rng, "call credentials");
+    }
+    std::vector<std::unique_ptr<experimental::ClientInterceptorFactoryInterface>> interceptors;
+    if (rng() % 4 == 0) {
+      interceptors.push_back(std::make_unique<RaceInterceptorFactory>());
+      Feature(rng, "interceptors");
     }
     silent_ = rng() % 4 == 0;
     if (const char* only = std::getenv("RINGRPC_RACE_SILENT"); only && *only) {
       silent_ = *only == '1';  // triage: only silent (1) or only live (0) targets
     }
     channel_setup_ += silent_ ? ", the silent server" : ", live backends";
-    if (silent_) {
-      args.SetInt("ringrpc.connect_timeout_ms", 200);
-      channel_ = CreateCustomChannel(b_.silent->address(), InsecureChannelCredentials(), args);
+    // A manual resolver takes no credentials or interceptors: a round with
+    // either calls one backend by its address.
+    const bool direct = with_creds || !interceptors.empty();
+    if (silent_ || direct) {
+      std::string target = b_.servers[rng() % b_.servers.size()]->address();
+      if (silent_) {
+        args.SetInt("ringrpc.connect_timeout_ms", 200);
+        target = b_.silent->address();
+      }
+      channel_ = interceptors.empty()
+                     ? CreateCustomChannel(target, creds, args)
+                     : experimental::CreateCustomChannelWithInterceptors(target, creds, args,
+                                                                         std::move(interceptors));
     } else {
       resolver_ = std::make_shared<ManualResolver>();
       resolver_->Push(Addresses(rng));
       channel_ = CreateChannelWithResolver("localhost", resolver_, args);
     }
     stub_ = std::shared_ptr<TestService::Stub>(TestService::NewStub(channel_).release());
+  }
+
+  // A feature this round's channel has: in its setup line and the counts.
+  void Feature(Rng&, const std::string& name) {
+    channel_setup_ += ", " + name;
+    stats_->Feature(name);
   }
 
   AddressList Addresses(Rng& rng) {
@@ -339,6 +460,17 @@ class Round {
     SetDeadline(rng, c->ctx, silent_);
     if (rng() % 8 == 0) c->ctx.set_wait_for_ready(true);
     if (rng() % 3 == 0) c->ctx.AddMetadata("x-race", std::to_string(c->id));
+    if (rng() % 5 == 0) {
+      c->ctx.set_compression_algorithm(static_cast<CompressionAlgorithm>(rng() % 3));
+    }
+    // A unary call the server is asked to fail UNAVAILABLE: retried or
+    // hedged where the round's channel says so, then ends with it.
+    const bool unary =
+        form == Form::kBlockingUnary || form == Form::kAsyncUnary || form == Form::kCoroutineUnary;
+    if (unary && !silent_ && rng() % 6 == 0) {
+      c->req.set_status_code(static_cast<int>(StatusCode::UNAVAILABLE));
+      c->req.set_status_message(std::string(kProvoked) + " server");
+    }
     const bool cancelled_first = rng() % 25 == 0;
     if (cancelled_first) {  // cancelled before it starts
       c->ctx.TryCancel();
@@ -567,6 +699,9 @@ bool ServerDropped(const Status& s) {
 }
 
 bool AllowedEnd(const CallRec& c) {
+  // What the suite asked for: a server told to fail, a plugin or an
+  // interceptor refusing (kProvoked in the message).
+  if (!c.status.ok() && c.status.error_message().find(kProvoked) != std::string::npos) return true;
   switch (c.status.error_code()) {
     case StatusCode::OK:
     case StatusCode::CANCELLED:
@@ -656,6 +791,10 @@ TEST(Races, EveryCallEndsOnceWithItsOwnAnswerAndNothingLeaks) {
         if (c->silent_target) {
           ASSERT_FALSE(c->status.ok()) << "a silent server answered?";
         }
+        if (!c->status.ok() && c->status.error_message().find(kProvoked) != std::string::npos) {
+          ++stats.provoked;
+          continue;
+        }
         switch (c->status.error_code()) {
           case StatusCode::OK: ++stats.ok; break;
           case StatusCode::CANCELLED: ++stats.cancelled; break;
@@ -682,10 +821,13 @@ TEST(Races, EveryCallEndsOnceWithItsOwnAnswerAndNothingLeaks) {
       return testing::OpenFds() <= fds_backends;
     }()) << testing::OpenFds() << " fds open, " << fds_backends << " with only the backends";
   }
-  for (int i = 0; i < 1000 && testing::ThreadCount() > threads_before; ++i) {
+  // Call credentials' worker threads end 30 s after their last job, by
+  // themselves: not counted (everything else must be gone).
+  auto threads = [] { return testing::ThreadCountExcept("ringrpc-creds"); };
+  for (int i = 0; i < 1000 && threads() > threads_before; ++i) {
     std::this_thread::sleep_for(milliseconds(10));
   }
-  EXPECT_LE(testing::ThreadCount(), threads_before);
+  EXPECT_LE(threads(), threads_before);
   EXPECT_LE(testing::OpenFds(), fds_before);
   const long rss_after = testing::RssKiB();
   if (!kSanitized && rounds > 1) {
@@ -703,6 +845,14 @@ TEST(Races, EveryCallEndsOnceWithItsOwnAnswerAndNothingLeaks) {
       (unsigned long long)stats.cancels.load(), (unsigned long long)stats.destructions.load(),
       (unsigned long long)stats.invalidates.load(), (unsigned long long)stats.updates.load(),
       (unsigned long long)stats.churned.load(), rss_before, rss_after);
+  std::printf("provoked ends (a server asked to fail, a plugin or interceptor refusing): %llu\n",
+              (unsigned long long)stats.provoked.load());
+  {
+    std::lock_guard<std::mutex> lock(stats.mu);
+    std::string f = "rounds per channel feature:";
+    for (const auto& [name, n] : stats.features) absl::StrAppend(&f, " ", name, " ", n, ";");
+    std::printf("%s\n", f.c_str());
+  }
   std::printf("UNAVAILABLE from live backends: %llu\n", (unsigned long long)live_unavailable);
   for (const std::string& m : live_unavailable_samples) std::printf("  e.g. %s\n", m.c_str());
   EXPECT_GT(stats.ok.load(), 0u);

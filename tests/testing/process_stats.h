@@ -41,6 +41,25 @@ inline long ThreadCount() {
   return -1;
 }
 
+// Threads of this process not named `name` (pthread_setname_np; /proc's
+// comm), -1 if unreadable: pools of workers that end by themselves later,
+// such as ringrpc's call-credentials threads ("ringrpc-creds", 30 s after
+// their last job), left out.
+inline long ThreadCountExcept(const std::string& name) {
+  DIR* d = opendir("/proc/self/task");
+  if (d == nullptr) return -1;
+  long n = 0;
+  while (dirent* e = readdir(d)) {
+    if (e->d_name[0] == '.') continue;
+    std::ifstream comm(std::string("/proc/self/task/") + e->d_name + "/comm");
+    std::string c;
+    std::getline(comm, c);
+    if (c != name) ++n;
+  }
+  closedir(d);
+  return n;
+}
+
 // Open file descriptors of this process (sockets, io_uring instances,
 // eventfds, files), not counting the one used to list them.
 inline int OpenFds() {
