@@ -305,21 +305,24 @@ class Round {
   std::vector<CallPtr> Run() {
     Rng rng(seed_);
     MakeChannel(rng);
+    // Channel churn beside the round's channel: two threads each making
+    // short-lived channels to one live backend, a call or two on each
+    // (equal targets and arguments: they share, and close, one pool).
+    // Drawn before any thread reads the setup line.
+    std::string churn_target;
+    if (!silent_ && rng() % 3 == 0) {
+      channel_setup_ += ", with channel churn";
+      churn_target = b_.servers[rng() % b_.servers.size()]->address();
+    }
     const int threads = 2 + int(rng() % 3);
     std::vector<std::thread> users;
     for (int t = 0; t < threads; ++t) {
       users.emplace_back([this, t] { User(Rng(seed_ * 31 + t + 1)); });
     }
-    // Channel churn beside the round's channel: two threads each making
-    // short-lived channels to one live backend, a call or two on each
-    // (equal targets and arguments: they share, and close, one pool).
     std::vector<std::thread> churners;
-    if (!silent_ && rng() % 3 == 0) {
-      channel_setup_ += ", with channel churn";
-      const std::string target = b_.servers[rng() % b_.servers.size()]->address();
-      for (int t = 0; t < 2; ++t) {
-        churners.emplace_back([this, t, target] { Churn(Rng(seed_ * 7 + t + 3), target); });
-      }
+    for (int t = 0; !churn_target.empty() && t < 2; ++t) {
+      churners.emplace_back(
+          [this, t, churn_target] { Churn(Rng(seed_ * 7 + t + 3), churn_target); });
     }
     std::thread canceller([this] { Canceller(Rng(seed_ * 17 + 7)); });
     std::thread chaos([this] { Chaos(Rng(seed_ * 13 + 5)); });
