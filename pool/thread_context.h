@@ -44,7 +44,7 @@ class ShardBase {
 // call on long-lived CQ threads) kept every shard it ever made, and each
 // shard its pool's shared state (a few KiB a pool). A thread with no
 // runtime keeps its shards until it ends.
-class ThreadContext : private TimerCallback {
+class ThreadContext final : private TimerCallback {
  public:
   ThreadContext() = default;
   explicit ThreadContext(Runtime* runtime) : runtime_(runtime) {}
