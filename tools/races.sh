@@ -5,7 +5,8 @@
 # own seed; a failure prints the seed and the command that replays it.
 #   tools/races.sh [minutes] [--asan|--tsan]
 # Ends with a line "races: R runs, F failed, C calls, X TryCancel, D
-# channel destructions" (docs/reliability.md).
+# channel destructions", then the short-lived channels and provoked ends
+# and the rounds per channel feature, summed (docs/reliability.md).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 tools/install-deps.sh >/dev/null || exit 1
@@ -36,7 +37,8 @@ cp -rL "$bin_dir/_solib_k8" "$copy/" &&
   { echo "cannot copy the test binary and its runfiles"; exit 1; }
 runfiles="$copy/tests/races/race_test.runfiles/ringrpc"
 end=$(( $(date +%s) + minutes * 60 ))
-runs=0; failed=0; calls=0; cancels=0; destructions=0
+runs=0; failed=0; calls=0; cancels=0; destructions=0; churned=0; provoked=0
+declare -A features
 while [ "$(date +%s)" -lt "$end" ]; do
   seed=$(od -An -N8 -tu8 /dev/urandom | tr -d ' ')
   log="$log_dir/run-$runs.log"
@@ -56,6 +58,18 @@ while [ "$(date +%s)" -lt "$end" ]; do
   n=$(sed -nE 's/.* ([0-9]+) TryCancel.*/\1/p' <<<"$line"); cancels=$((cancels + ${n:-0}))
   n=$(sed -nE 's/.* ([0-9]+) channel destructions.*/\1/p' <<<"$line")
   destructions=$((destructions + ${n:-0}))
+  n=$(sed -nE 's/.* ([0-9]+) short-lived channels.*/\1/p' <<<"$line"); churned=$((churned + ${n:-0}))
+  n=$(sed -nE 's/^provoked ends[^:]*: ([0-9]+)$/\1/p' "$log"); provoked=$((provoked + ${n:-0}))
+  # "rounds per channel feature: name n; name n; ...": summed per name.
+  while IFS= read -r pair; do
+    name=${pair% *}; n=${pair##* }
+    features[$name]=$(( ${features[$name]:-0} + n ))
+  done < <(sed -nE 's/^rounds per channel feature: //p' "$log" | tr ';' '\n' |
+           sed -E 's/^ +//; /^$/d')
 done
 echo "races: $runs runs, $failed failed, $calls calls, $cancels TryCancel, $destructions channel destructions"
+echo "  $churned short-lived channels, $provoked provoked ends"
+summary="  rounds per channel feature:"
+for name in "${!features[@]}"; do summary+=" $name ${features[$name]};"; done
+echo "$summary"
 [ "$failed" -eq 0 ]
