@@ -1,12 +1,15 @@
 // soak: mixed calls with injected faults for a set time (not in CI; run by
-// tools/soak.sh). Two grpc++ test servers behind a round_robin channel;
-// a closed loop of unary calls (callback API) plus threads running server
-// streams (blocking API) and bidi ping-pongs (coroutines); every few
-// seconds a fault: a server killed and restarted on its port, a server
-// stopped for a second (keepalive notices), a generation bump. Prints a
-// line every `--report_s` seconds and a summary: calls, failures by code,
-// RSS and open sockets at start (after warm-up) and end. Exit status 1 if a
-// call was lost or ended twice, or RSS grew by more than 5% after warm-up.
+// tools/soak.sh). Two grpc++ test servers behind a round_robin channel
+// that retries UNAVAILABLE (gRFC A6); a closed loop of unary calls
+// (callback API) plus threads running server streams (blocking API), bidi
+// ping-pongs (coroutines), hedged unary calls on a second channel, and two
+// threads churning short-lived channels (one call each); every few seconds
+// a fault: a server killed and restarted on its port, a server stopped for
+// a second (keepalive notices), a generation bump. Prints a line every
+// `--report_s` seconds and a summary: calls, failures by code, RSS, open
+// sockets and descriptors at start (after warm-up) and end. Exit status 1
+// if a call was lost or ended twice, RSS grew by more than 5% after
+// warm-up, or descriptors grew by more than 8.
 //
 //   tools/soak.sh 10          # minutes
 #include <signal.h>
@@ -35,8 +38,37 @@ using std::chrono::seconds;
 using Stub = ringrpc::test::ringrpc::TestService::Stub;
 
 struct Counters {
-  std::atomic<uint64_t> streams{0}, stream_failures{0}, bidi_rounds{0}, bidi_failures{0};
+  std::atomic<uint64_t> streams{0}, stream_failures{0}, bidi_rounds{0}, bidi_failures{0},
+      hedged{0}, hedged_failures{0}, churned{0}, churn_failures{0};
 };
+
+// Blocking unary calls on a channel that hedges them.
+void HedgedLoop(Stub* stub, std::atomic<bool>* stop, Counters* c) {
+  while (!stop->load()) {
+    ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + seconds(2));
+    test::EchoRequest req;
+    req.set_payload("hedged");
+    test::EchoResponse resp;
+    (stub->Unary(&ctx, req, &resp).ok() ? c->hedged : c->hedged_failures).fetch_add(1);
+  }
+}
+
+// A channel per call to one of the servers (as services that make a
+// channel per request do): made, one call, dropped.
+void ChurnLoop(const std::vector<int>* ports, std::atomic<bool>* stop, Counters* c, int seed) {
+  std::mt19937 rng(seed);
+  while (!stop->load()) {
+    auto stub = ringrpc::test::ringrpc::TestService::NewStub(CreateChannel(
+        absl::StrCat("127.0.0.1:", (*ports)[rng() % ports->size()]), InsecureChannelCredentials()));
+    ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + seconds(2));
+    test::EchoRequest req;
+    req.set_payload("churn");
+    test::EchoResponse resp;
+    (stub->Unary(&ctx, req, &resp).ok() ? c->churned : c->churn_failures).fetch_add(1);
+  }
+}
 
 // Server streams of 20 messages, one after another, on a thread of its own.
 void StreamLoop(Stub* stub, std::atomic<bool>* stop, Counters* c) {
@@ -104,7 +136,12 @@ int main(int argc, char** argv) {
     servers.push_back(std::move(*s));
   }
   ChannelArguments args;
-  args.SetLoadBalancingPolicyName("round_robin");
+  args.SetString("grpc.service_config",
+                 R"({"loadBalancingConfig":[{"round_robin":{}}],)"
+                 R"("methodConfig":[{"name":[{"service":"ringrpc.test.TestService"}],)"
+                 R"("retryPolicy":{"maxAttempts":3,"initialBackoff":"0.01s",)"
+                 R"("maxBackoff":"0.1s","backoffMultiplier":2,)"
+                 R"("retryableStatusCodes":["UNAVAILABLE"]}}]})");
   args.SetInt("grpc.keepalive_time_ms", 500);
   args.SetInt("grpc.keepalive_timeout_ms", 500);
   args.SetInt("grpc.initial_reconnect_backoff_ms", 100);
@@ -113,6 +150,16 @@ int main(int argc, char** argv) {
       absl::StrCat("ipv4:127.0.0.1:", ports[0], ",127.0.0.1:", ports[1]),
       InsecureChannelCredentials(), args);
   auto stub = ringrpc::test::ringrpc::TestService::NewStub(channel);
+  ChannelArguments hedge_args = args;
+  hedge_args.SetString("grpc.service_config",
+                       R"({"loadBalancingConfig":[{"round_robin":{}}],)"
+                       R"("methodConfig":[{"name":[{"service":"ringrpc.test.TestService"}],)"
+                       R"("hedgingPolicy":{"maxAttempts":2,"hedgingDelay":"0.005s",)"
+                       R"("nonFatalStatusCodes":["UNAVAILABLE"]}}]})");
+  auto hedged_channel = CreateCustomChannel(
+      absl::StrCat("ipv4:127.0.0.1:", ports[0], ",127.0.0.1:", ports[1]),
+      InsecureChannelCredentials(), hedge_args);
+  auto hedged_stub = ringrpc::test::ringrpc::TestService::NewStub(hedged_channel);
 
   std::atomic<bool> stop{false};
   Counters counters;
@@ -124,6 +171,8 @@ int main(int argc, char** argv) {
   unary.Start();
   std::vector<std::thread> streamers;
   for (int i = 0; i < 2; ++i) streamers.emplace_back(StreamLoop, stub.get(), &stop, &counters);
+  streamers.emplace_back(HedgedLoop, hedged_stub.get(), &stop, &counters);
+  for (int i = 0; i < 2; ++i) streamers.emplace_back(ChurnLoop, &ports, &stop, &counters, 7 + i);
   std::atomic<int> bidis{4};
   for (int i = 0; i < 4; ++i) channel->Spawn(BidiLoop(stub.get(), &stop, &counters, &bidis));
 
@@ -137,6 +186,7 @@ int main(int argc, char** argv) {
   auto warm = start + seconds(30);
   long rss_warm = -1;
   int sockets_warm = -1;
+  int fds_warm = -1;
   auto next_report = start + seconds(report_s);
   auto next_fault = start + seconds(3);
   uint64_t faults = 0;
@@ -146,6 +196,7 @@ int main(int argc, char** argv) {
     if (rss_warm < 0 && now >= warm) {
       rss_warm = testing::RssKiB();
       sockets_warm = testing::OpenSockets();
+      fds_warm = testing::OpenFds();
     }
     if (now >= next_fault) {
       ++faults;
@@ -171,15 +222,20 @@ int main(int argc, char** argv) {
     if (now >= next_report) {
       testing::Load::Report r = unary.Summary();
       std::printf("t=%4llds unary=%zu ok=%d unavailable=%d deadline=%d streams=%llu/%llu "
-                  "bidi=%llu/%llu faults=%llu rss=%ldKiB sockets=%d\n",
+                  "bidi=%llu/%llu hedged=%llu/%llu churned=%llu/%llu faults=%llu rss=%ldKiB "
+                  "sockets=%d fds=%d\n",
                   (long long)std::chrono::duration_cast<seconds>(now - start).count(), r.issued,
                   r.count(StatusCode::OK), r.count(StatusCode::UNAVAILABLE),
                   r.count(StatusCode::DEADLINE_EXCEEDED),
                   (unsigned long long)counters.streams.load(),
                   (unsigned long long)counters.stream_failures.load(),
                   (unsigned long long)counters.bidi_rounds.load(),
-                  (unsigned long long)counters.bidi_failures.load(), (unsigned long long)faults,
-                  testing::RssKiB(), testing::OpenSockets());
+                  (unsigned long long)counters.bidi_failures.load(),
+                  (unsigned long long)counters.hedged.load(),
+                  (unsigned long long)counters.hedged_failures.load(),
+                  (unsigned long long)counters.churned.load(),
+                  (unsigned long long)counters.churn_failures.load(), (unsigned long long)faults,
+                  testing::RssKiB(), testing::OpenSockets(), testing::OpenFds());
       std::fflush(stdout);
       next_report = now + seconds(report_s);
     }
@@ -187,6 +243,7 @@ int main(int argc, char** argv) {
   for (auto& s : servers) s->Signal(SIGCONT);
   long rss_end = testing::RssKiB();
   int sockets_end = testing::OpenSockets();
+  int fds_end = testing::OpenFds();
   stop = true;
   unary.Stop();
   for (auto& t : streamers) t.join();
@@ -202,12 +259,21 @@ int main(int argc, char** argv) {
               (unsigned long long)counters.stream_failures.load(),
               (unsigned long long)counters.bidi_rounds.load(),
               (unsigned long long)counters.bidi_failures.load());
-  std::printf("RSS after warm-up %ld KiB, at the end %ld KiB (%+.1f%%); sockets %d -> %d\n",
-              rss_warm, rss_end, growth, sockets_warm, sockets_end);
+  std::printf("hedged calls: %llu ok, %llu failed; short-lived channels: %llu ok, %llu failed\n",
+              (unsigned long long)counters.hedged.load(),
+              (unsigned long long)counters.hedged_failures.load(),
+              (unsigned long long)counters.churned.load(),
+              (unsigned long long)counters.churn_failures.load());
+  std::printf("RSS after warm-up %ld KiB, at the end %ld KiB (%+.1f%%); sockets %d -> %d; "
+              "descriptors %d -> %d\n",
+              rss_warm, rss_end, growth, sockets_warm, sockets_end, fds_warm, fds_end);
   pool::PoolMetrics m = channel->Metrics();
   std::printf("pool: %s (conserved: %s)\n", m.ToString().c_str(), m.Conserved() ? "yes" : "NO");
-  bool ok = r.ended_more == 0 && r.not_ended == 0 && growth < 5.0 && m.Conserved();
+  bool ok = r.ended_more == 0 && r.not_ended == 0 && growth < 5.0 && m.Conserved() &&
+            fds_end <= fds_warm + 8;
   std::printf("%s\n", ok ? "soak passed" : "SOAK FAILED");
+  hedged_stub.reset();
+  hedged_channel.reset();
   stub.reset();
   channel.reset();
   return ok ? 0 : 1;
