@@ -1,7 +1,6 @@
 // ClientCall and opening a call on a channel: pick -> lease -> start the
 // stream -> register cancel (CallOpener), and the unary call on top.
 #include <algorithm>
-#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -16,6 +15,7 @@
 #include "client/channel/channel_state.h"
 #include "client/channel/subchannel.h"
 #include "client/internal/call_credentials.h"
+#include "client/internal/cancel_wake.h"
 #include "client/internal/call_opener.h"
 #include "client/internal/interceptors.h"
 #include "client/runtime/loop_event.h"
@@ -549,53 +549,6 @@ std::optional<Status> Ended(Attempt& a) {
                                            a.last.message()));
 }
 
-// While it lives, TryCancel from any thread runs `interrupt` on the call's
-// loop (a wait that is not cut into kCancelPoll slices ends at once). The
-// context reaches one wait or one started call at a time, as for hedges: a
-// registration made later replaces this one, and this one is taken back
-// only if it is still there.
-class CancelWake {
- public:
-  CancelWake(Attempt& a, std::function<void()> interrupt)
-      : cancel_(a.cancel),
-        target_(std::make_shared<Target>(Target{&a.loop, std::move(interrupt)})) {
-    bool now;
-    {
-      MutexLock lock(&cancel_->mu);
-      now = cancel_->cancelled;
-      if (!now) {
-        cancel_->running = target_;
-        cancel_->cancel_running = [](const std::shared_ptr<void>& t) {
-          std::weak_ptr<Target> weak = std::static_pointer_cast<Target>(t);
-          std::static_pointer_cast<Target>(t)->loop->Post([weak] {
-            if (std::shared_ptr<Target> target = weak.lock()) target->interrupt();
-          });
-        };
-      }
-    }
-    if (now) target_->interrupt();  // cancelled since the last check
-  }
-  CancelWake(const CancelWake&) = delete;
-  CancelWake& operator=(const CancelWake&) = delete;
-  ~CancelWake() {
-    MutexLock lock(&cancel_->mu);
-    std::shared_ptr<void> mine = target_;
-    const std::weak_ptr<void>& r = cancel_->running;
-    if (!r.owner_before(mine) && !mine.owner_before(r)) {
-      cancel_->running.reset();
-      cancel_->cancel_running = nullptr;
-    }
-  }
-
- private:
-  struct Target {
-    runtime::EventLoop* loop;
-    std::function<void()> interrupt;
-  };
-  const std::shared_ptr<CancelState> cancel_;
-  const std::shared_ptr<Target> target_;
-};
-
 // The lease failed: another address, a wait (wait_for_ready) or the end.
 Task<Step> OnLeaseFailed(Attempt& a, absl::Status error) {
   a.last = std::move(error);
@@ -685,7 +638,7 @@ Task<Step> FinishPick(Attempt& a, Step step) {
   {
     // Behind another call's dial this wait can last the connect timeout:
     // TryCancel ends it at once (the dial goes on for the others).
-    CancelWake wake(a, [&wait] { wait.Interrupt(); });
+    CancelWake wake(a.cancel, a.loop, [&wait] { wait.Interrupt(); });
     waited = co_await wait;
   }
   if (!waited) co_return Step::kAgain;  // the deadline or cancel check reports it

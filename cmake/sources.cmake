@@ -80,6 +80,7 @@ set(RINGRPC_HEADERS
   client/interceptor.h
   client/internal/call_credentials.h
   client/internal/call_opener.h
+  client/internal/cancel_wake.h
   client/internal/interceptors.h
   client/message_parse.h
   client/resolver.h

@@ -163,14 +163,15 @@ absl::StatusOr<std::unique_ptr<CqThreads::Thread>> CqThreads::StartThread(
 }
 
 void CqThreads::RestartInChild() {
-  for (auto& t : threads_) {
+  for (size_t i = 0; i < threads_.size(); ++i) {
+    std::unique_ptr<Thread>& t = threads_[i];
     // The parent's thread, loop, ring, tasks and connections: never touched
     // again here (the ring and the sockets are still the parent's).
     AbandonForever(std::move(t));
     // The same backend the parent ran (io_uring falls back to epoll as at
     // first); nothing to fall back to means no thread can run calls here.
-    absl::StatusOr<std::unique_ptr<Thread>> fresh = StartThread(backend_, &t - &threads_[0]);
-    if (!fresh.ok()) fresh = StartThread(std::nullopt, &t - &threads_[0]);
+    absl::StatusOr<std::unique_ptr<Thread>> fresh = StartThread(backend_, i);
+    if (!fresh.ok()) fresh = StartThread(std::nullopt, i);
     if (!fresh.ok()) {
       std::fprintf(stderr, "ringrpc: no CQ thread could start after fork(): %s\n",
                    std::string(fresh.status().message()).c_str());
