@@ -4,6 +4,7 @@
 # a sanitizer. Each run is RINGRPC_RACE_SECONDS long (default 60) with its
 # own seed; a failure prints the seed and the command that replays it.
 #   tools/races.sh [minutes] [--asan|--tsan]
+# RINGRPC_POLLER=epoll in the environment runs it on the epoll loop.
 # Ends with a line "races: R runs, F failed, C calls, X TryCancel, D
 # channel destructions", then the short-lived channels and provoked ends
 # and the rounds per channel feature, summed (docs/reliability.md).
@@ -37,7 +38,7 @@ cp -rL "$bin_dir/_solib_k8" "$copy/" &&
   { echo "cannot copy the test binary and its runfiles"; exit 1; }
 runfiles="$copy/tests/races/race_test.runfiles/ringrpc"
 end=$(( $(date +%s) + minutes * 60 ))
-runs=0; failed=0; calls=0; cancels=0; destructions=0; churned=0; provoked=0
+runs=0; failed=0; calls=0; cancels=0; destructions=0; churned=0; provoked=0; flips=0; xds=0
 declare -A features
 while [ "$(date +%s)" -lt "$end" ]; do
   seed=$(od -An -N8 -tu8 /dev/urandom | tr -d ' ')
@@ -59,6 +60,8 @@ while [ "$(date +%s)" -lt "$end" ]; do
   n=$(sed -nE 's/.* ([0-9]+) channel destructions.*/\1/p' <<<"$line")
   destructions=$((destructions + ${n:-0}))
   n=$(sed -nE 's/.* ([0-9]+) short-lived channels.*/\1/p' <<<"$line"); churned=$((churned + ${n:-0}))
+  n=$(sed -nE 's/.* ([0-9]+) health flips.*/\1/p' <<<"$line"); flips=$((flips + ${n:-0}))
+  n=$(sed -nE 's/.* ([0-9]+) xDS updates.*/\1/p' <<<"$line"); xds=$((xds + ${n:-0}))
   n=$(sed -nE 's/^provoked ends[^:]*: ([0-9]+)$/\1/p' "$log"); provoked=$((provoked + ${n:-0}))
   # "rounds per channel feature: name n; name n; ...": summed per name.
   while IFS= read -r pair; do
@@ -68,7 +71,7 @@ while [ "$(date +%s)" -lt "$end" ]; do
            sed -E 's/^ +//; /^$/d')
 done
 echo "races: $runs runs, $failed failed, $calls calls, $cancels TryCancel, $destructions channel destructions"
-echo "  $churned short-lived channels, $provoked provoked ends"
+echo "  $churned short-lived channels, $provoked provoked ends, $flips health flips, $xds xDS updates"
 summary="  rounds per channel feature:"
 for name in "${!features[@]}"; do summary+=" $name ${features[$name]};"; done
 echo "$summary"

@@ -15,7 +15,11 @@
 // least_request; retries or hedging (a call may ask the server to fail
 // UNAVAILABLE); compression by default and per call; call credentials from
 // a plugin that is slow and refuses some calls; an interceptor that adds
-// metadata and refuses some calls. The counts per feature are printed.
+// metadata and refuses some calls; health checking (gRFC A17) of a service
+// the chaos thread flips between SERVING and NOT_SERVING on one backend;
+// an HTTP CONNECT proxy (tinyproxy) every connection goes through; an
+// xds:/// target whose control plane the chaos thread keeps moving between
+// backends. The counts per feature are printed.
 //
 // After every round: each started call ended exactly once, with a status
 // from the allowed set (statuses the suite provoked included), and an OK call carries its own response (never
@@ -31,6 +35,8 @@
 #include <chrono>
 #include <cstdlib>
 #include <deque>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -50,8 +56,10 @@
 #include "client/transport/address.h"
 #include "client/transport/testing/raw_server.h"
 #include "tests/proto/echo_test.ringrpc.pb.h"
+#include "tests/testing/http_proxy_server.h"
 #include "tests/testing/process_stats.h"
 #include "tests/testing/server_process.h"
+#include "tests/xds/snapshot.h"
 
 namespace ringrpc {
 namespace {
@@ -109,7 +117,8 @@ using CallPtr = std::shared_ptr<CallRec>;
 
 struct Stats {
   std::atomic<uint64_t> calls{0}, cancels{0}, destructions{0}, invalidates{0}, updates{0},
-      ok{0}, cancelled{0}, deadline{0}, unavailable{0}, churned{0};
+      ok{0}, cancelled{0}, deadline{0}, unavailable{0}, churned{0}, health_flips{0},
+      xds_updates{0};
   // Rounds that drew each channel feature, and the statuses the suite
   // provoked on purpose (a server asked to fail, a plugin or an
   // interceptor refusing).
@@ -292,9 +301,45 @@ Task<void> CoroutineUnary(std::shared_ptr<TestService::Stub> stub, CallPtr c) {
 
 // ---- one round --------------------------------------------------------------------------
 
+// What every round may call: two grpc++ backends (running grpc++'s health
+// service), a silent raw server, an HTTP CONNECT proxy, and an xDS control
+// plane serving "xds:///greeter" from a snapshot file the chaos thread
+// rewrites.
 struct Backends {
   std::vector<std::unique_ptr<testing::ServerProcess>> servers;
   std::unique_ptr<transport::testing::RawServer> silent;
+  std::unique_ptr<testing::HttpProxyServer> proxy;
+  std::unique_ptr<testing::ServerProcess> control_plane;
+  std::string snapshot_path;
+  // A channel of its own to each backend: health flips (not race calls).
+  std::vector<std::unique_ptr<TestService::Stub>> control;
+  mutable std::atomic<uint64_t> xds_version{0};
+
+  // Sets the health of `service` on backend `i` (grpc++'s health service,
+  // through the test server's "x-set-health").
+  void SetHealth(size_t i, const std::string& service, bool serving) const {
+    ClientContext ctx;
+    ctx.set_deadline(SysClock::now() + seconds(10));
+    ctx.AddMetadata("x-set-health", absl::StrCat(service, "=", serving ? 1 : 0));
+    EchoResponse resp;
+    Status s = control[i]->Unary(&ctx, EchoRequest(), &resp);
+    EXPECT_TRUE(s.ok()) << "setting health: " << s.error_message();
+  }
+
+  // "xds:///greeter" now goes to these backends (a bit mask, never 0), in a
+  // new version of the snapshot (the control plane notices within 20 ms).
+  void ServeXds(uint64_t mask) const {
+    testing::xds::Locality l;
+    for (size_t i = 0; i < servers.size(); ++i) {
+      if (mask >> i & 1) l.endpoints.push_back(servers[i]->address());
+    }
+    testing::xds::Snapshot s(std::to_string(++xds_version));
+    s.Add(testing::xds::ListenerJson("greeter", "greeter-routes"))
+        .Add(testing::xds::RouteConfigJson("greeter-routes", {{"c1", 1}}))
+        .Add(testing::xds::ClusterJson("c1"))
+        .Add(testing::xds::EndpointsJson("c1", {l}));
+    EXPECT_TRUE(s.WriteTo(snapshot_path)) << snapshot_path;
+  }
 };
 
 class Round {
@@ -371,8 +416,20 @@ class Round {
         break;
       default: break;
     }
+    // Health checking of a service of this round's own: SERVING on both
+    // backends to begin with; the chaos thread flips it on backend 1 only,
+    // and backend 0 is in every address list, so a call always has a
+    // healthy address (pick_first never checks, as in grpc++).
+    std::string health_config;
+    if (lb != std::string("pick_first") && rng() % 4 == 0) {
+      health_service_ = absl::StrCat("race-", seed_);
+      for (size_t i = 0; i < b_.servers.size(); ++i) b_.SetHealth(i, health_service_, true);
+      health_config = absl::StrCat(R"("healthCheckConfig":{"serviceName":")", health_service_,
+                                   R"("},)");
+      Feature(rng, "health checks");
+    }
     args.SetString("grpc.service_config",
-                   absl::StrCat(R"({"loadBalancingConfig":[{")", lb, R"(":{}}],)",
+                   absl::StrCat(R"({"loadBalancingConfig":[{")", lb, R"(":{}}],)", health_config,
                                 R"("methodConfig":[{"name":[{"service":"ringrpc.test.TestService"}])",
                                 method_config, "}]}"));
     Feature(rng, lb);
@@ -398,15 +455,28 @@ class Round {
       silent_ = *only == '1';  // triage: only silent (1) or only live (0) targets
     }
     channel_setup_ += silent_ ? ", the silent server" : ", live backends";
-    // A manual resolver takes no credentials or interceptors: a round with
-    // either calls one backend by its address.
-    const bool direct = with_creds || !interceptors.empty();
-    if (silent_ || direct) {
-      std::string target = b_.servers[rng() % b_.servers.size()]->address();
+    // The target: the silent server; xds:///greeter (its cluster moving
+    // between the backends); one backend by its address, through the proxy
+    // or not; or a manual resolver moving between the backends. A manual
+    // resolver takes no credentials or interceptors: a round with either
+    // calls one backend by its address (or xDS).
+    xds_ = !silent_ && health_service_.empty() && rng() % 6 == 0;
+    if (xds_) Feature(rng, "xds");
+    const bool proxied = !silent_ && !xds_ && rng() % 5 == 0;
+    if (proxied) {
+      args.SetString("grpc.http_proxy", "http://" + b_.proxy->address());
+      Feature(rng, "proxy");
+    }
+    const bool direct = with_creds || !interceptors.empty() || proxied;
+    if (silent_ || direct || xds_) {
+      // Backend 0 when health is checked: it stays SERVING.
+      std::string target =
+          b_.servers[health_service_.empty() ? rng() % b_.servers.size() : 0]->address();
       if (silent_) {
         args.SetInt("ringrpc.connect_timeout_ms", 200);
         target = b_.silent->address();
       }
+      if (xds_) target = "xds:///greeter";
       channel_ = interceptors.empty()
                      ? CreateCustomChannel(target, creds, args)
                      : experimental::CreateCustomChannelWithInterceptors(target, creds, args,
@@ -425,10 +495,13 @@ class Round {
     stats_->Feature(name);
   }
 
+  // Backend 0 is in every list when health is checked (it stays SERVING).
   AddressList Addresses(Rng& rng) {
     AddressList list;
     for (auto& s : b_.servers) {
-      if (rng() % 3 != 0 || list.empty()) list.push_back(*transport::Address::Parse(s->address()));
+      if (rng() % 3 != 0 || list.empty() || (!health_service_.empty() && s == b_.servers[0])) {
+        list.push_back(*transport::Address::Parse(s->address()));
+      }
     }
     return list;
   }
@@ -660,7 +733,7 @@ class Round {
       std::this_thread::sleep_for(milliseconds(5 + rng() % 40));
       auto channel = Chan();
       if (!channel) continue;
-      switch (rng() % 5) {
+      switch (rng() % 6) {
         case 0:
           channel->Invalidate();
           ++stats_->invalidates;
@@ -669,6 +742,16 @@ class Round {
           if (resolver_) {
             resolver_->Push(Addresses(rng));
             ++stats_->updates;
+          }
+          break;
+        case 4:
+          if (xds_) {  // the cluster moves: backend 0, 1 or both
+            b_.ServeXds(1 + rng() % 3);
+            ++stats_->xds_updates;
+          }
+          if (!health_service_.empty()) {  // backend 1 flips
+            b_.SetHealth(1, health_service_, rng() % 2);
+            ++stats_->health_flips;
           }
           break;
         case 2: (void)channel->GetState(rng() % 2); break;
@@ -688,6 +771,8 @@ class Round {
   std::shared_ptr<TestService::Stub> stub_;
   std::shared_ptr<ManualResolver> resolver_;
   bool silent_ = false;
+  bool xds_ = false;
+  std::string health_service_;  // set: health checked (backend 1 flips)
   std::string channel_setup_;
   std::vector<CallPtr> calls_;
   std::deque<CallPtr> recent_;
@@ -734,6 +819,22 @@ TEST(Races, EveryCallEndsOnceWithItsOwnAnswerAndNothingLeaks) {
   // A thread made and joined first: TSAN starts a background thread of its
   // own with the process's first pthread_create, which is not ours.
   std::thread([] {}).join();
+  // The xDS bootstrap, before any thread could read the environment; the
+  // control plane's address is known only once it runs, so it is started
+  // here, before the backends it will name (it needs none to start).
+  char dir_template[] = "/tmp/ringrpc-race-XXXXXX";
+  const char* tmp = std::getenv("TEST_TMPDIR");
+  std::string dir = tmp != nullptr ? std::string(tmp) : std::string(::mkdtemp(dir_template));
+  const std::string snapshot_path = dir + "/race-snapshot.json";
+  ASSERT_TRUE(testing::xds::Snapshot("0").WriteTo(snapshot_path));
+  auto control_plane = testing::ServerProcess::Start(
+      "127.0.0.1:0", "tests/xds/control_plane",
+      {"--snapshot=" + snapshot_path, "--log=" + dir + "/control_plane.log"});
+  ASSERT_TRUE(control_plane.ok()) << control_plane.status();
+  const std::string bootstrap = absl::StrCat(
+      R"({"xds_servers": [{"server_uri": ")", (*control_plane)->address(),
+      R"(", "channel_creds": [{"type": "insecure"}]}], "node": {"id": "race-test"}})");
+  ASSERT_EQ(::setenv("GRPC_XDS_BOOTSTRAP_CONFIG", bootstrap.c_str(), 1), 0);
   const int fds_before = testing::OpenFds();
   const long threads_before = testing::ThreadCount();
   long rss_before = 0;
@@ -743,11 +844,25 @@ TEST(Races, EveryCallEndsOnceWithItsOwnAnswerAndNothingLeaks) {
   {
     Backends b;
     for (int i = 0; i < 2; ++i) {
-      auto s = testing::ServerProcess::Start();
+      auto s = testing::ServerProcess::Start("127.0.0.1:0", "tests/server/test_server",
+                                             {"--health"});
       ASSERT_TRUE(s.ok()) << s.status();
       b.servers.push_back(std::move(*s));
+      // One CQ thread of its own: one connection, made now, whichever
+      // thread flips health later.
+      ChannelArguments one_thread;
+      one_thread.SetInt("ringrpc.cq_threads", 1);
+      b.control.push_back(TestService::NewStub(CreateCustomChannel(
+          b.servers.back()->address(), InsecureChannelCredentials(), one_thread)));
+      b.SetHealth(i, "race-start", true);  // the control channel is connected
     }
     b.silent = std::make_unique<transport::testing::RawServer>("");
+    auto proxy = testing::HttpProxyServer::Start({});
+    ASSERT_TRUE(proxy.ok()) << proxy.status();
+    b.proxy = std::move(*proxy);
+    b.control_plane = std::move(*control_plane);
+    b.snapshot_path = snapshot_path;
+    b.ServeXds(3);
     const int fds_backends = testing::OpenFds();
     const auto end = std::chrono::steady_clock::now() + seconds(budget_s);
     while (std::chrono::steady_clock::now() < end) {
@@ -815,6 +930,20 @@ TEST(Races, EveryCallEndsOnceWithItsOwnAnswerAndNothingLeaks) {
       ++rounds;
       if (rounds == 1) rss_before = testing::RssKiB();
     }
+    // The proxy and the control plane were really used by their rounds.
+    {
+      std::lock_guard<std::mutex> lock(stats.mu);
+      if (stats.features["proxy"] > 0) {
+        int connects = 0;
+        for (auto& s : b.servers) connects += b.proxy->Connects(s->address());
+        EXPECT_GT(connects, 0) << "no CONNECT reached the proxy: " << b.proxy->Log();
+      }
+      if (stats.features["xds"] > 0) {
+        std::ifstream f(dir + "/control_plane.log");
+        const std::string log((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+        EXPECT_NE(log.find("ACK ClusterLoadAssignment"), std::string::npos) << log;
+      }
+    }
     // Every channel is gone: what they held must go too (the CQ threads
     // included; the backends' own fds stay until they are stopped).
     EXPECT_TRUE([&] {
@@ -840,14 +969,16 @@ TEST(Races, EveryCallEndsOnceWithItsOwnAnswerAndNothingLeaks) {
   std::printf(
       "races: %llu rounds (seeds %llu..%llu), %llu calls (%llu ok, %llu cancelled, %llu deadline, "
       "%llu unavailable), %llu TryCancel, %llu channel destructions, %llu Invalidate, %llu "
-      "resolver updates, %llu short-lived channels; RSS %ld -> %ld KiB\n",
+      "resolver updates, %llu short-lived channels, %llu health flips, %llu xDS updates; RSS %ld "
+      "-> %ld KiB\n",
       (unsigned long long)rounds, (unsigned long long)seed,
       (unsigned long long)(seed + seeds_tried - 1), (unsigned long long)stats.calls.load(),
       (unsigned long long)stats.ok.load(), (unsigned long long)stats.cancelled.load(),
       (unsigned long long)stats.deadline.load(), (unsigned long long)stats.unavailable.load(),
       (unsigned long long)stats.cancels.load(), (unsigned long long)stats.destructions.load(),
       (unsigned long long)stats.invalidates.load(), (unsigned long long)stats.updates.load(),
-      (unsigned long long)stats.churned.load(), rss_before, rss_after);
+      (unsigned long long)stats.churned.load(), (unsigned long long)stats.health_flips.load(),
+      (unsigned long long)stats.xds_updates.load(), rss_before, rss_after);
   std::printf("provoked ends (a server asked to fail, a plugin or interceptor refusing): %llu\n",
               (unsigned long long)stats.provoked.load());
   {
