@@ -18,6 +18,7 @@
 #include "base/mutex.h"
 #include "client/channel.h"
 #include "client/channel/health_check.h"
+#include "client/transport/testing/raw_server.h"
 #include "tests/proto/echo_test.ringrpc.pb.h"
 #include "tests/testing/server_process.h"
 
@@ -273,6 +274,31 @@ TEST(HealthCheck, NoHealthyAddressFailsFastCallsAndHoldsWaitForReadyOnes) {
   Status s = waiting.get();
   EXPECT_TRUE(s.ok()) << s.error_message();
   EXPECT_EQ(channel->GetState(false), ConnectivityState::READY);
+}
+
+// A connection that ends while its health stream waits for the first
+// answer is not the server saying NOT_SERVING (the race suite saw a
+// fail-fast call fail "no healthy address ... not SERVING" on a backend that
+// served, its connection through a proxy lost): the address waits for the
+// next connection's answer, as after a failed dial. Here every connection
+// is reset 100 ms after its SETTINGS, before any answer.
+TEST(HealthCheck, AConnectionLostBeforeTheFirstAnswerIsNotNotServing) {
+  using namespace transport::testing;  // NOLINT
+  RawServer server(Frame(kSettings, 0, 0, "") + Frame(kSettings, kAck, 0, ""), "", 100,
+                   /*reset=*/true);
+  auto events = std::make_shared<HealthEvents>();
+  auto channel =
+      CheckedChannel(absl::StrCat("ipv4:", server.address()), kRoundRobinChecked, events, 1);
+  auto stub = TestService::NewStub(channel);
+  ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + milliseconds(500));
+  EchoResponse resp;
+  Status s = stub->Unary(&ctx, EchoRequest(), &resp);
+  // It waited for an answer (the address stays UNKNOWN: no event) and
+  // ran out of time; it was never told the server is not serving.
+  EXPECT_EQ(s.error_code(), StatusCode::DEADLINE_EXCEEDED) << s.error_message();
+  EXPECT_GE(server.accepts(), 1u);
+  EXPECT_EQ(events->Count(server.address(), "NOT_SERVING"), 0);
 }
 
 TEST(HealthCheck, PickFirstAndInhibitionDoNotCheck) {

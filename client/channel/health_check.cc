@@ -131,12 +131,22 @@ Task<void> HealthWatch::Run(std::shared_ptr<HealthWatch> self) {
   runtime::EventLoop& loop = *self->loop_;
   ConnectionBackoff backoff(self->backoff_);
   uint64_t rng = std::hash<std::string>()(self->record_->name()) | 1;
+  bool answered_before = false;
   while (!self->stopped_.load(std::memory_order_acquire) && !self->disabled_) {
-    const bool answered = co_await self->Watch();
-    if (answered) {
+    const End end = co_await self->Watch();
+    if (end == End::kAnswered) {
       backoff.Reset();  // A17: after an answer, the next stream opens at once
+      answered_before = true;
       continue;
     }
+    // A connection that went away under an answered stream: a new one at
+    // once (its dial has the address's backoff); twice in a row, the
+    // health backoff as well.
+    if (end == End::kConnectionLost && answered_before) {
+      answered_before = false;
+      continue;
+    }
+    answered_before = false;
     // Before opening another: the backoff, and the address's own (a dial
     // refused meanwhile would fail at once).
     const TimePoint until = std::max(loop.Now() + backoff.NextDelay(pool::NextRandom(rng)),
@@ -147,21 +157,21 @@ Task<void> HealthWatch::Run(std::shared_ptr<HealthWatch> self) {
   }
 }
 
-Task<bool> HealthWatch::Watch() {
+Task<HealthWatch::End> HealthWatch::Watch() {
   absl::StatusOr<SubchannelLease> lease = co_await AcquireLease(pool_);
-  if (stopped_.load(std::memory_order_acquire)) co_return false;
+  if (stopped_.load(std::memory_order_acquire)) co_return End::kFailed;
   if (!lease.ok()) {
     // No connection: the record says TRANSIENT_FAILURE; the next one must
     // be answered for before it takes calls.
     Set(Health::kUnknown, absl::StrCat("UNKNOWN: no connection: ", lease.status().message()));
-    co_return false;
+    co_return End::kFailed;
   }
   absl::StatusOr<std::unique_ptr<transport::Call>> started =
       (**lease)->StartCall({.path = kWatchPath});
   if (!started.ok()) {
     if (!(**lease)->accepting_streams()) lease->Poison();
     Set(Health::kUnknown, absl::StrCat("UNKNOWN: ", started.status().message()));
-    co_return false;
+    co_return End::kFailed;
   }
   std::unique_ptr<transport::Call> call = std::move(*started);
   call_ = call.get();
@@ -185,8 +195,9 @@ Task<bool> HealthWatch::Watch() {
   const absl::Status s = co_await call->Finish();
   call_ = nullptr;
   call.reset();
-  if (!(**lease)->accepting_streams()) lease->Poison();
-  if (stopped_.load(std::memory_order_acquire)) co_return false;
+  const bool connection_lost = !(**lease)->accepting_streams();
+  if (connection_lost) lease->Poison();
+  if (stopped_.load(std::memory_order_acquire)) co_return End::kFailed;
   if (s.code() == absl::StatusCode::kUnimplemented) {
     // A17: a server without the health service is healthy; checking stops.
     disabled_ = true;
@@ -200,14 +211,21 @@ Task<bool> HealthWatch::Watch() {
                    "checking of service \"%s\" is off for it (gRFC A17)\n",
                    record_->name().c_str(), service_.c_str());
     }
-    co_return false;
+    co_return End::kFailed;
   }
-  if (!answered) {
-    Set(Health::kNotServing,
-        absl::StrCat("NOT_SERVING: the health check ended without an answer: ",
+  if (answered) co_return End::kAnswered;
+  if (connection_lost) {
+    // Not the server's answer: the next connection must be answered for
+    // before it takes calls (they wait, as before a first answer).
+    Set(Health::kUnknown,
+        absl::StrCat("UNKNOWN: the connection ended before the health check's answer: ",
                      absl::StatusCodeToString(s.code()), ": ", s.message()));
+    co_return End::kConnectionLost;
   }
-  co_return answered;
+  Set(Health::kNotServing,
+      absl::StrCat("NOT_SERVING: the health check ended without an answer: ",
+                   absl::StatusCodeToString(s.code()), ": ", s.message()));
+  co_return End::kFailed;
 }
 
 }  // namespace ringrpc::channel

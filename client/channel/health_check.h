@@ -11,10 +11,13 @@
 //   the server has no Watch            kServing     picked (A17: health
 //     (UNIMPLEMENTED)                               checking off for it)
 // A stream that ends after an answer is opened again at once, keeping the
-// last answer meanwhile (the server said nothing new); one that ends before
-// any answer makes the address kNotServing and is opened again after the
-// address's reconnect backoff. A dial that fails makes it kUnknown: the
-// next connection waits for a fresh answer.
+// last answer meanwhile (the server said nothing new). One whose connection
+// went away before any answer (Invalidate(), a GOAWAY, a reset) makes the
+// address kUnknown, as a dial that fails does: the next connection waits
+// for a fresh answer; it is opened again at once after an answered stream,
+// after the backoff otherwise. One that the server ended before any answer,
+// on a connection that still takes streams, makes the address kNotServing
+// and is opened again after the address's reconnect backoff.
 //
 // Threading: Start/Stop from any thread; the stream lives on CQ thread
 // `thread`; state() from any thread (one acquire load).
@@ -61,9 +64,11 @@ class HealthWatch : public std::enable_shared_from_this<HealthWatch> {
 
  private:
   static Task<void> Run(std::shared_ptr<HealthWatch> self);
-  // One stream, on the loop thread: true if it got an answer before it
-  // ended (and Stop() did not end it).
-  Task<bool> Watch();
+  // How one stream ended: after an answer; before any, with its connection
+  // gone; before any, the server's doing (or Stop()).
+  enum class End { kAnswered, kConnectionLost, kFailed };
+  // One stream, on the loop thread.
+  Task<End> Watch();
   void Set(Health h, std::string_view why);
 
   const std::string service_;

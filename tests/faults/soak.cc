@@ -12,12 +12,15 @@
 // warm-up, or descriptors grew by more than 8.
 //
 //   tools/soak.sh 10          # minutes
+#include <malloc.h>
 #include <signal.h>
 
 #include <atomic>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <map>
+#include <mutex>
 #include <random>
 #include <thread>
 #include <vector>
@@ -40,7 +43,14 @@ using Stub = ringrpc::test::ringrpc::TestService::Stub;
 struct Counters {
   std::atomic<uint64_t> streams{0}, stream_failures{0}, bidi_rounds{0}, bidi_failures{0},
       hedged{0}, hedged_failures{0}, churned{0}, churn_failures{0};
+  // How the short-lived channels' calls failed: code and message, counted.
+  std::mutex mu;
+  std::map<std::string, uint64_t> churn_errors;
 };
+
+// Bytes the program has allocated and not freed (every malloc arena):
+// what a leak grows. RSS also holds what the allocator keeps for reuse.
+long HeapInUseKiB() { return long(mallinfo2().uordblks / 1024); }
 
 // Blocking unary calls on a channel that hedges them.
 void HedgedLoop(Stub* stub, std::atomic<bool>* stop, Counters* c) {
@@ -66,7 +76,14 @@ void ChurnLoop(const std::vector<int>* ports, std::atomic<bool>* stop, Counters*
     test::EchoRequest req;
     req.set_payload("churn");
     test::EchoResponse resp;
-    (stub->Unary(&ctx, req, &resp).ok() ? c->churned : c->churn_failures).fetch_add(1);
+    Status s = stub->Unary(&ctx, req, &resp);
+    (s.ok() ? c->churned : c->churn_failures).fetch_add(1);
+    if (!s.ok()) {
+      // The message without its variable tail (addresses, errno text).
+      std::string m = s.error_message().substr(0, s.error_message().find(':'));
+      std::lock_guard<std::mutex> lock(c->mu);
+      ++c->churn_errors[absl::StrCat(StatusCodeName(s.error_code()), " \"", m, "\"")];
+    }
   }
 }
 
@@ -184,7 +201,7 @@ int main(int argc, char** argv) {
   // means the same for a 2-minute and a 60-minute run (it was a quarter of
   // the run, capped at 60 s).
   auto warm = start + seconds(30);
-  long rss_warm = -1;
+  long rss_warm = -1, heap_warm = -1;
   int sockets_warm = -1;
   int fds_warm = -1;
   auto next_report = start + seconds(report_s);
@@ -195,6 +212,7 @@ int main(int argc, char** argv) {
     auto now = std::chrono::steady_clock::now();
     if (rss_warm < 0 && now >= warm) {
       rss_warm = testing::RssKiB();
+      heap_warm = HeapInUseKiB();
       sockets_warm = testing::OpenSockets();
       fds_warm = testing::OpenFds();
     }
@@ -223,7 +241,7 @@ int main(int argc, char** argv) {
       testing::Load::Report r = unary.Summary();
       std::printf("t=%4llds unary=%zu ok=%d unavailable=%d deadline=%d streams=%llu/%llu "
                   "bidi=%llu/%llu hedged=%llu/%llu churned=%llu/%llu faults=%llu rss=%ldKiB "
-                  "sockets=%d fds=%d\n",
+                  "heap=%ldKiB sockets=%d fds=%d\n",
                   (long long)std::chrono::duration_cast<seconds>(now - start).count(), r.issued,
                   r.count(StatusCode::OK), r.count(StatusCode::UNAVAILABLE),
                   r.count(StatusCode::DEADLINE_EXCEEDED),
@@ -235,13 +253,14 @@ int main(int argc, char** argv) {
                   (unsigned long long)counters.hedged_failures.load(),
                   (unsigned long long)counters.churned.load(),
                   (unsigned long long)counters.churn_failures.load(), (unsigned long long)faults,
-                  testing::RssKiB(), testing::OpenSockets(), testing::OpenFds());
+                  testing::RssKiB(), HeapInUseKiB(), testing::OpenSockets(), testing::OpenFds());
       std::fflush(stdout);
       next_report = now + seconds(report_s);
     }
   }
   for (auto& s : servers) s->Signal(SIGCONT);
   long rss_end = testing::RssKiB();
+  long heap_end = HeapInUseKiB();
   int sockets_end = testing::OpenSockets();
   int fds_end = testing::OpenFds();
   stop = true;
@@ -264,6 +283,14 @@ int main(int argc, char** argv) {
               (unsigned long long)counters.hedged_failures.load(),
               (unsigned long long)counters.churned.load(),
               (unsigned long long)counters.churn_failures.load());
+  {
+    std::lock_guard<std::mutex> lock(counters.mu);
+    for (const auto& [what, n] : counters.churn_errors) {
+      std::printf("  short-lived channel call failed %llu times: %s\n", (unsigned long long)n,
+                  what.c_str());
+    }
+  }
+  std::printf("heap in use after warm-up %ld KiB, at the end %ld KiB\n", heap_warm, heap_end);
   std::printf("RSS after warm-up %ld KiB, at the end %ld KiB (%+.1f%%); sockets %d -> %d; "
               "descriptors %d -> %d\n",
               rss_warm, rss_end, growth, sockets_warm, sockets_end, fds_warm, fds_end);

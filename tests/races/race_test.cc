@@ -27,7 +27,8 @@
 // thread left over, RSS back near its baseline (unsanitized builds).
 //
 // RINGRPC_RACE_SECONDS (default 20) bounds the run; RINGRPC_RACE_SEED
-// replays a seed (every failure prints the one to use). tools/races.sh runs
+// replays a seed (every failure prints the one to use); RINGRPC_RACE_SETUP=1
+// prints each round's channel settings. tools/races.sh runs
 // it for minutes with fresh seeds.
 #include <gtest/gtest.h>
 
@@ -384,6 +385,9 @@ class Round {
       ++stats_->destructions;
     }
     std::lock_guard<std::mutex> lock(mu_);
+    if (std::getenv("RINGRPC_RACE_SETUP") != nullptr) {  // triage: each round's channel
+      std::printf("round %llu: %s\n", (unsigned long long)seed_, channel_setup_.c_str());
+    }
     return calls_;
   }
 
@@ -902,7 +906,8 @@ TEST(Races, EveryCallEndsOnceWithItsOwnAnswerAndNothingLeaks) {
             << "round seed " << round_seed << ": call " << c->id << " (" << FormName(c->form)
             << ") OK with an answer not its own: " << c->mismatch;
         ASSERT_TRUE(AllowedEnd(*c)) << "round seed " << round_seed << ": call " << c->id << " ("
-                                    << FormName(c->form) << "): " << c->status.ToString();
+                                    << FormName(c->form) << "): " << c->status.ToString()
+                                    << " (" << c->setup << ")";
         if (!c->status.ok()) {
           ASSERT_FALSE(c->status.error_message().empty()) << FormName(c->form);
         }
