@@ -609,6 +609,11 @@ Task<Step> FinishPick(Attempt& a, Step step) {
     // error, or with every address unhealthy, only wait_for_ready calls do.
     const bool health_pending = a.st.HealthPending(a.index);
     if (!a.wait_for_ready && a.resolved && !health_pending) {
+      // A health answer may have come between the pick and the check
+      // (UNKNOWN, then SERVING): pick again before failing.
+      if (a.number < channel::kMaxRepicks && a.st.Pick(a.index, a.group) != nullptr) {
+        co_return Step::kAgain;
+      }
       co_return Fail(a, Status::FromAbsl(a.last));
     }
     const Duration poll = health_pending ? channel::kHealthPoll : channel::kNoAddressPoll;

@@ -43,7 +43,9 @@ declare -A features
 while [ "$(date +%s)" -lt "$end" ]; do
   seed=$(od -An -N8 -tu8 /dev/urandom | tr -d ' ')
   log="$log_dir/run-$runs.log"
-  ( cd "$runfiles" && RINGRPC_RACE_SEED=$seed RINGRPC_RACE_SECONDS=$per_run \
+  # The helper daemons' directories (proxy, control plane) under the log's.
+  mkdir -p "$log_dir/tmp-$runs"
+  ( cd "$runfiles" && TEST_TMPDIR="$log_dir/tmp-$runs" RINGRPC_RACE_SEED=$seed RINGRPC_RACE_SECONDS=$per_run \
       timeout $(( per_run * 4 + 120 )) ../../race_test ) > "$log" 2>&1
   rc=$?
   if [ "$rc" -eq 126 ] || [ "$rc" -eq 127 ]; then echo "cannot run the test binary"; exit 1; fi

@@ -39,7 +39,11 @@ class CancelWake {
         cancel_->cancel_running = [](const std::shared_ptr<void>& t) {
           std::weak_ptr<Target> weak = std::static_pointer_cast<Target>(t);
           std::static_pointer_cast<Target>(t)->loop->Post([weak] {
-            if (std::shared_ptr<Target> target = weak.lock()) target->interrupt();
+            // The TryCancel thread may still hold the target after the
+            // wait ended: `armed`, read on the loop, says the wait (and the
+            // frame `interrupt` points into) is still there.
+            std::shared_ptr<Target> target = weak.lock();
+            if (target != nullptr && target->armed) target->interrupt();
           });
         };
       }
@@ -49,6 +53,7 @@ class CancelWake {
   CancelWake(const CancelWake&) = delete;
   CancelWake& operator=(const CancelWake&) = delete;
   ~CancelWake() {
+    target_->armed = false;  // on the loop: a TryCancel posted now finds nothing to end
     MutexLock lock(&cancel_->mu);
     std::shared_ptr<void> mine = target_;
     const std::weak_ptr<void>& r = cancel_->running;
@@ -62,6 +67,7 @@ class CancelWake {
   struct Target {
     runtime::EventLoop* loop;
     std::function<void()> interrupt;
+    bool armed = true;  // loop thread only: false once the CancelWake is gone
   };
   const std::shared_ptr<CancelState> cancel_;
   const std::shared_ptr<Target> target_;

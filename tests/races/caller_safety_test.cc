@@ -562,6 +562,63 @@ TEST(CallerSafety, TryCancelEndsACallWaitingBehindAnotherCallsDialAtOnce) {
   EXPECT_EQ(dialer.get().error_code(), StatusCode::CANCELLED);
 }
 
+// TryCancel racing the deadline of calls waiting behind another call's
+// dial: whichever ends the wait first, the other finds nothing to end (the
+// race suite once saw, under ASAN, a cancel posted while the TryCancel
+// thread still held the wait's registration reach the wait after its
+// deadline had ended it and its frame was gone).
+TEST(CallerSafety, TryCancelRacingTheDeadlineOfCallsWaitingBehindADial) {
+  transport::testing::RawServer silent("");  // accepts, never speaks
+  ChannelArguments args;
+  args.SetInt("ringrpc.cq_threads", 1);
+  auto channel = CreateCustomChannel(silent.address(), InsecureChannelCredentials(), args);
+  auto stub = TestService::NewStub(channel);
+  ClientContext dialer_ctx;
+  dialer_ctx.set_deadline(SysClock::now() + seconds(60));
+  EchoRequest req;
+  EchoResponse dialer_resp;
+  std::promise<Status> dialer_done;
+  stub->async()->Unary(&dialer_ctx, &req, &dialer_resp,
+                       [&](Status s) { dialer_done.set_value(s); });
+  std::this_thread::sleep_for(milliseconds(100));  // its dial is out
+  struct Waiter {
+    ClientContext ctx;
+    EchoResponse resp;
+    std::atomic<int> ends{0};
+    Status status;
+  };
+  constexpr int kCalls = 2000;
+  std::vector<std::unique_ptr<Waiter>> waiters;
+  for (int i = 0; i < kCalls; ++i) {
+    auto w = std::make_unique<Waiter>();
+    w->ctx.set_deadline(SysClock::now() + std::chrono::microseconds(200 + (i * 131) % 1500));
+    Waiter* p = w.get();
+    stub->async()->Unary(&w->ctx, &req, &w->resp, [p](Status s) {
+      if (p->ends.load() == 0) p->status = s;
+      p->ends.fetch_add(1);
+    });
+    std::this_thread::sleep_for(std::chrono::microseconds((i * 37) % 1200));
+    w->ctx.TryCancel();
+    waiters.push_back(std::move(w));
+  }
+  for (auto& w : waiters) {
+    for (int i = 0; i < 5000 && w->ends.load() == 0; ++i) std::this_thread::sleep_for(milliseconds(1));
+  }
+  std::this_thread::sleep_for(milliseconds(20));
+  int cancelled = 0, deadline = 0;
+  for (auto& w : waiters) {
+    ASSERT_EQ(w->ends.load(), 1);
+    const StatusCode c = w->status.error_code();
+    ASSERT_TRUE(c == StatusCode::CANCELLED || c == StatusCode::DEADLINE_EXCEEDED)
+        << w->status.ToString();
+    (c == StatusCode::CANCELLED ? cancelled : deadline)++;
+  }
+  std::printf("%d cancelled, %d past their deadline\n", cancelled, deadline);
+  dialer_ctx.TryCancel();
+  auto dialer = dialer_done.get_future();
+  ASSERT_EQ(dialer.wait_for(seconds(5)), std::future_status::ready);
+}
+
 TEST(CallerSafety, AResponseThatIsNotApplicationGrpcFailsNamingTheContentType) {
   using namespace transport::testing;
   // SETTINGS at once; the answer once the call's stream 1 exists.
