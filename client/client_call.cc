@@ -4,13 +4,13 @@
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <random>
 #include <string>
 #include <type_traits>
 #include <utility>
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "base/random.h"
 #include "client/channel.h"
 #include "client/channel/channel_state.h"
 #include "client/channel/subchannel.h"
@@ -997,9 +997,8 @@ std::optional<int64_t> Pushback(const transport::Metadata& trailing) {
 
 // A uniformly random duration in [0, cap] (A6's jittered backoff).
 Duration Jittered(Duration cap) {
-  thread_local std::mt19937_64 rng{std::random_device{}()};
-  std::uniform_real_distribution<double> u(0.0, 1.0);
-  const double ns = static_cast<double>(cap.count()) * u(rng);
+  thread_local Random rng;
+  const double ns = static_cast<double>(cap.count()) * rng.Uniform01();
   return ns >= static_cast<double>(cap.count()) ? cap
                                                  : Duration(static_cast<Duration::rep>(ns));
 }

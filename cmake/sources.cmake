@@ -51,6 +51,7 @@ set(RINGRPC_HEADERS
   base/check.h
   base/fork.h
   base/mutex.h
+  base/random.h
   base/runtime.h
   base/task.h
   base/time.h

@@ -64,14 +64,6 @@ SlotMeta NewSlotMeta(const PoolConfig& config, TimePoint now,
 RetireReason CheckRetirement(const SlotMeta& meta, const PoolConfig& config,
                              TimePoint now, uint64_t generation, bool idle);
 
-// Small fast generator for jitter (splitmix64). Deterministic per seed.
-inline uint64_t NextRandom(uint64_t& state) {
-  uint64_t z = (state += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-
 }  // namespace ringrpc::pool
 
 #endif  // RINGRPC_POOL_RETIRE_H_

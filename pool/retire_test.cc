@@ -1,4 +1,5 @@
 #include "pool/retire.h"
+#include "base/random.h"
 
 #include <gtest/gtest.h>
 

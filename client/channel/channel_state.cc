@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "base/random.h"
 #include "client/channel/health_check.h"
 #include "client/runtime/event_loop.h"
 
@@ -393,10 +394,8 @@ absl::StatusOr<CallRoute> ChannelState::Route(size_t thread, std::string_view me
   Refresh(pt);
   if (pt.router == nullptr) return CallRoute{};
   if (pt.route_rng == 0) pt.route_rng = pt.seed | 1;
-  pt.route_rng ^= pt.route_rng << 13;  // xorshift64
-  pt.route_rng ^= pt.route_rng >> 7;
-  pt.route_rng ^= pt.route_rng << 17;
-  return pt.router->Route(CallRouteInfo{.method = method, .metadata = metadata, .random = pt.route_rng});
+  return pt.router->Route(
+      CallRouteInfo{.method = method, .metadata = metadata, .random = NextRandom(pt.route_rng)});
 }
 
 std::string_view ChannelState::Failover(size_t thread, std::string_view group, TimePoint now) {

@@ -300,7 +300,7 @@ class ChannelState : public std::enable_shared_from_this<ChannelState> {
     std::shared_ptr<const CallRouter> router;
     std::map<std::string, Group, std::less<>> groups;
     std::map<std::string, std::string, std::less<>> fallback;
-    uint64_t route_rng = 0;  // xorshift state for CallRouteInfo::random
+    uint64_t route_rng = 0;  // NextRandom's state for CallRouteInfo::random
     // least_request (thread scope): this thread's calls per address.
     absl::flat_hash_map<const Subchannel*, uint32_t> outstanding;
   };

@@ -28,7 +28,6 @@
 #include <atomic>
 #include <cstdint>
 #include <optional>
-#include <random>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -36,6 +35,7 @@
 #include "absl/status/statusor.h"
 #include "base/fork.h"
 #include "base/mutex.h"
+#include "base/random.h"
 #include "base/time.h"
 #include "client/resolver.h"
 
@@ -77,7 +77,7 @@ class DnsResolver final : public Resolver {
   std::thread thread_;
   const uint64_t fork_generation_ = ForkGeneration();
   std::atomic<int> resolutions_{0};
-  std::minstd_rand rng_{std::random_device{}()};  // the resolver thread's: backoff, A2's percentage
+  Random rng_;  // the resolver thread's: backoff, A2's percentage
 };
 
 // The addresses `host` stands for without asking anyone, as gRPC resolves

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "base/random.h"
 #include "base/runtime.h"
 #include "pool/retire.h"
 
@@ -149,7 +150,7 @@ Task<void> HealthWatch::Run(std::shared_ptr<HealthWatch> self) {
     answered_before = false;
     // Before opening another: the backoff, and the address's own (a dial
     // refused meanwhile would fail at once).
-    const TimePoint until = std::max(loop.Now() + backoff.NextDelay(pool::NextRandom(rng)),
+    const TimePoint until = std::max(loop.Now() + backoff.NextDelay(NextRandom(rng)),
                                      self->record_->next_attempt());
     while (!self->stopped_.load(std::memory_order_acquire) && loop.Now() < until) {
       co_await SleepUntil(loop, std::min(until, loop.Now() + kStopPoll));

@@ -1,4 +1,5 @@
 #include "client/channel/lb_policy.h"
+#include "base/random.h"
 
 namespace ringrpc::channel {
 
@@ -30,18 +31,12 @@ std::optional<size_t> AddressPicker::Pick(size_t n, StateOf state_of) {
 std::optional<size_t> AddressPicker::Pick(size_t n, StateOf state_of, LoadOf load_of) {
   if (policy_ != LbPolicy::kLeastRequest) return Pick(n, state_of);
   if (n == 0) return std::nullopt;
-  auto next_random = [this] {  // xorshift64*: cheap, per thread
-    rng_ ^= rng_ >> 12;
-    rng_ ^= rng_ << 25;
-    rng_ ^= rng_ >> 27;
-    return rng_ * 2685821657736338717ULL;
-  };
   std::optional<size_t> best;
   uint32_t best_load = 0;
   // Draws among the usable addresses; if none is usable, among all.
   const bool any_usable = AnotherUsable(n, n, state_of);
   for (int drawn = 0, tries = 0; drawn < choice_count_ && tries < 4 * choice_count_ + 8; ++tries) {
-    const size_t i = next_random() % n;
+    const size_t i = NextRandom(rng_) % n;
     if (any_usable && state_of(i) == ConnectivityState::kTransientFailure) continue;
     ++drawn;
     const uint32_t load = load_of(i);

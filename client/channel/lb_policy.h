@@ -58,7 +58,7 @@ class AddressPicker {
   LbPolicy policy_;
   int choice_count_;
   size_t next_ = 0;  // round_robin: where the next pick starts looking
-  uint64_t rng_;     // least_request: xorshift state
+  uint64_t rng_;     // least_request: NextRandom's state (base/random.h)
 };
 
 // Some address of the `n` other than `except` is not in TRANSIENT_FAILURE

@@ -4,6 +4,7 @@
 #include <climits>
 
 #include "absl/strings/str_cat.h"
+#include "base/random.h"
 #include "client/channel/health_check.h"
 #include "pool/reservoir.h"
 #include "pool/retire.h"
@@ -42,7 +43,7 @@ void AddressRecord::OnConnectFailed(const absl::Status& error, TimePoint now) {
   {
     MutexLock lock(&mu_);
     last_error_ = error;
-    next_attempt_ = now + backoff_.NextDelay(pool::NextRandom(rng_));
+    next_attempt_ = now + backoff_.NextDelay(NextRandom(rng_));
   }
   Set(ConnectivityState::kTransientFailure);
 }

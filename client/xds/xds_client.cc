@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "base/mutex.h"
+#include "base/random.h"
 #include "base/runtime.h"
 #include "client/channel.h"
 #include "client/channel/backoff.h"
@@ -284,7 +285,7 @@ struct XdsClient::Core : std::enable_shared_from_this<Core> {
       const bool answered = co_await self->Stream();
       if (self->stopped) break;
       if (answered) backoff.Reset();
-      const TimePoint until = loop.Now() + backoff.NextDelay(pool::NextRandom(rng));
+      const TimePoint until = loop.Now() + backoff.NextDelay(NextRandom(rng));
       while (!self->stopped && loop.Now() < until) {
         co_await SleepUntil(loop, std::min(until, loop.Now() + kStopPoll));
       }

@@ -9,6 +9,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "base/random.h"
 #include "re2/re2.h"
 
 namespace ringrpc::xds {
@@ -165,12 +166,9 @@ absl::StatusOr<CallRoute> XdsRouter::Route(const CallRouteInfo& call) const {
 std::string XdsRouter::Locality(const std::string& cluster, uint64_t random) const {
   auto l = localities_.find(cluster);
   if (l == localities_.end()) return cluster;
-  // Another draw, from bits mixed out of the same number (splitmix64's
-  // finaliser), so it does not follow the cluster's.
-  uint64_t z = random + 0x9e3779b97f4a7c15ULL;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  z ^= z >> 31;
+  // Another draw, from bits mixed out of the same number, so it does not
+  // follow the cluster's.
+  const uint64_t z = Mix64(random + 0x9e3779b97f4a7c15ULL);
   uint64_t total = 0;
   for (const auto& [group, weight] : l->second) total += weight;
   if (total == 0) return cluster;

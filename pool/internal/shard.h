@@ -41,6 +41,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/check.h"
 #include "base/mutex.h"
+#include "base/random.h"
 #include "base/task.h"
 #include "base/time.h"
 #include "pool/config.h"
