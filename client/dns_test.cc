@@ -175,7 +175,11 @@ TEST(Dns, NameThatStopsResolvingKeepsTheLastGoodAddresses) {
   EXPECT_GT(load.ok(), ok_before);
   EXPECT_TRUE(load.failures().empty()) << load.failures().size() << " failed, first: "
                                        << load.failures().front();
-  EXPECT_EQ(channel->GetState(false), ConnectivityState::READY);
+  // Not failing: the resolver's errors did not take the addresses away.
+  // (READY, or IDLE between a GOAWAY, every 200 ms, and the next call.)
+  const ConnectivityState state = channel->GetState(false);
+  EXPECT_TRUE(state == ConnectivityState::READY || state == ConnectivityState::IDLE)
+      << static_cast<int>(state);
 }
 
 TEST(Dns, UnknownNameAndSilentServerFailCallsWithTheResolversError) {
