@@ -42,7 +42,12 @@ void AddressRecord::OnConnected() {
 void AddressRecord::OnConnectFailed(const absl::Status& error, TimePoint now) {
   {
     MutexLock lock(&mu_);
-    last_error_ = error;
+    // A copy of its own: `error` is also the failed dial's answer to calls
+    // on the dialling thread, and an absl::Status shares its message by a
+    // reference count that Debian's Abseil (not built for TSAN) keeps out
+    // of ThreadSanitizer's sight. Kept whole here, it is read and dropped
+    // only under mu_.
+    last_error_ = absl::Status(error.code(), std::string(error.message()));
     next_attempt_ = now + backoff_.NextDelay(NextRandom(rng_));
   }
   Set(ConnectivityState::kTransientFailure);
