@@ -520,24 +520,36 @@ TEST(CallerSafety, TryCancelEndsAWaitForReadyCallInItsBackoffAtOnce) {
   EXPECT_LT(took, kSanitized ? milliseconds(1000) : milliseconds(500));
 }
 
+// A channel of one CQ thread to a server that accepts and never speaks,
+// and an async call on it whose dial is out: calls made now wait in the
+// pool behind that dial (one at a time per address and thread, gRFC A105).
+struct DialHeld {
+  DialHeld() {
+    ChannelArguments args;
+    args.SetInt("ringrpc.cq_threads", 1);
+    channel = CreateCustomChannel(silent.address(), InsecureChannelCredentials(), args);
+    stub = TestService::NewStub(channel);
+    dialer_ctx.set_deadline(SysClock::now() + seconds(60));
+    stub->async()->Unary(&dialer_ctx, &req, &dialer_resp,
+                         [this](Status s) { dialer_done.set_value(s); });
+    std::this_thread::sleep_for(milliseconds(200));  // its dial is out
+  }
+  transport::testing::RawServer silent{""};
+  std::shared_ptr<Channel> channel;
+  std::unique_ptr<TestService::Stub> stub;
+  ClientContext dialer_ctx;
+  EchoRequest req;
+  EchoResponse dialer_resp;
+  std::promise<Status> dialer_done;
+};
+
 // A call waiting in the pool behind another call's dial (one connect
 // attempt at a time per address and thread, gRFC A105) ends CANCELLED as
 // soon as it is cancelled, not when that dial ends (the connect timeout,
 // 20 s, against a server that never speaks); the other call's dial goes on.
 TEST(CallerSafety, TryCancelEndsACallWaitingBehindAnotherCallsDialAtOnce) {
-  transport::testing::RawServer silent("");  // accepts, never speaks
-  ChannelArguments args;
-  args.SetInt("ringrpc.cq_threads", 1);  // both calls on one thread's pool
-  auto channel = CreateCustomChannel(silent.address(), InsecureChannelCredentials(), args);
-  auto stub = TestService::NewStub(channel);
-  ClientContext dialer_ctx;
-  dialer_ctx.set_deadline(SysClock::now() + seconds(30));
-  EchoRequest req;
-  EchoResponse dialer_resp;
-  std::promise<Status> dialer_done;
-  stub->async()->Unary(&dialer_ctx, &req, &dialer_resp,
-                       [&](Status s) { dialer_done.set_value(s); });
-  std::this_thread::sleep_for(milliseconds(200));  // its dial is out
+  DialHeld held;
+  auto& [silent, channel, stub, dialer_ctx, req, dialer_resp, dialer_done] = held;
   ClientContext ctx;
   ctx.set_deadline(SysClock::now() + seconds(30));
   auto call = std::async(std::launch::async, [&] {
@@ -568,19 +580,8 @@ TEST(CallerSafety, TryCancelEndsACallWaitingBehindAnotherCallsDialAtOnce) {
 // thread still held the wait's registration reach the wait after its
 // deadline had ended it and its frame was gone).
 TEST(CallerSafety, TryCancelRacingTheDeadlineOfCallsWaitingBehindADial) {
-  transport::testing::RawServer silent("");  // accepts, never speaks
-  ChannelArguments args;
-  args.SetInt("ringrpc.cq_threads", 1);
-  auto channel = CreateCustomChannel(silent.address(), InsecureChannelCredentials(), args);
-  auto stub = TestService::NewStub(channel);
-  ClientContext dialer_ctx;
-  dialer_ctx.set_deadline(SysClock::now() + seconds(60));
-  EchoRequest req;
-  EchoResponse dialer_resp;
-  std::promise<Status> dialer_done;
-  stub->async()->Unary(&dialer_ctx, &req, &dialer_resp,
-                       [&](Status s) { dialer_done.set_value(s); });
-  std::this_thread::sleep_for(milliseconds(100));  // its dial is out
+  DialHeld held;
+  auto& [silent, channel, stub, dialer_ctx, req, dialer_resp, dialer_done] = held;
   struct Waiter {
     ClientContext ctx;
     EchoResponse resp;
