@@ -43,7 +43,7 @@ class ServerProcess {
     for (std::string& e : extra) argv.push_back(e.data());
     argv.push_back(nullptr);
     // The server is a test fixture, not code under test: under TSAN its
-    // grpc++ and Abseil (not built for TSAN: docs/decisions/0006-offline-bazel-from-debian.md) report
+    // grpc++ and Abseil (not built for TSAN, ../shared/BUILDING.md) report
     // races that are not ringrpc's, so the child reports nothing.
     std::vector<std::string> env_strings;
     for (char** e = environ; *e != nullptr; ++e) {
