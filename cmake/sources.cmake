@@ -5,6 +5,7 @@ set(RINGRPC_SOURCES
   base/time.cc
   client/call_credentials.cc
   client/call_metrics.cc
+  client/call_open.cc
   client/callback_reactor.cc
   client/channel.cc
   client/channel/call_metrics_table.cc
@@ -15,12 +16,16 @@ set(RINGRPC_SOURCES
   client/channel/health_check.cc
   client/channel/http_proxy.cc
   client/channel/lb_policy.cc
+  client/channel/retry_policy.cc
   client/channel/service_config.cc
   client/channel/subchannel.cc
   client/channel/target.cc
   client/client_call.cc
   client/cq_thread_set.cc
+  client/hedging.cc
   client/interceptor.cc
+  client/internal/call_waits.cc
+  client/internal/pick_loop.cc
   client/resolver.cc
   client/runtime/cpu_count.cc
   client/runtime/cq_threads.cc
@@ -28,6 +33,7 @@ set(RINGRPC_SOURCES
   client/runtime/event_loop.cc
   client/runtime/uring_loop.cc
   client/status.cc
+  client/stream_retry.cc
   client/subchannel_events.cc
   client/transport/address.cc
   client/transport/call.cc
@@ -39,6 +45,7 @@ set(RINGRPC_SOURCES
   client/transport/keepalive.cc
   client/transport/metadata.cc
   client/transport/tls.cc
+  client/unary_call.cc
   client/xds/bootstrap.cc
   client/xds/xds_target.cc
   pool/config.cc
@@ -69,20 +76,26 @@ set(RINGRPC_HEADERS
   client/channel/health_check.h
   client/channel/http_proxy.h
   client/channel/lb_policy.h
+  client/channel/retry_policy.h
   client/channel/retry_throttle.h
   client/channel/service_config.h
   client/channel/static_resolver.h
   client/channel/subchannel.h
   client/channel/target.h
   client/channel_arguments.h
+  client/client_call.h
   client/client_context.h
   client/cq_thread_set.h
   client/generic_stub.h
   client/interceptor.h
+  client/internal/call_access.h
   client/internal/call_credentials.h
   client/internal/call_opener.h
+  client/internal/call_waits.h
   client/internal/cancel_wake.h
+  client/internal/client_call_impl.h
   client/internal/interceptors.h
+  client/internal/pick_loop.h
   client/message_parse.h
   client/resolver.h
   client/runtime/cpu_count.h

@@ -142,16 +142,23 @@ absl::StatusOr<RetryPolicy> ReadRetryPolicy(const json& p, const std::string& at
     return Error(at + ".backoffMultiplier", "is required and must be a number above 0");
   }
   r.backoff_multiplier = mult->get<double>();
+  if (p.contains("perAttemptRecvTimeout")) {
+    absl::StatusOr<Duration> recv = ReadPositiveDuration(p, "perAttemptRecvTimeout", at);
+    if (!recv.ok()) return recv.status();
+    r.per_attempt_recv_timeout = *recv;
+  }
+  // With a perAttemptRecvTimeout the codes may be empty (only timed-out
+  // attempts are retried), as in gRPC.
   auto codes = p.find("retryableStatusCodes");
-  if (codes == p.end() || !codes->is_array() || codes->empty()) {
-    return Error(at + ".retryableStatusCodes", "is required and must be a non-empty array");
+  if (codes == p.end() || !codes->is_array() ||
+      (codes->empty() && !r.per_attempt_recv_timeout)) {
+    return Error(at + ".retryableStatusCodes",
+                 "is required and must be a non-empty array (or an empty one with "
+                 "perAttemptRecvTimeout)");
   }
   absl::StatusOr<uint32_t> retryable = ReadStatusCodes(*codes, at + ".retryableStatusCodes");
   if (!retryable.ok()) return retryable.status();
   r.retryable_codes = *retryable;
-  if (p.contains("perAttemptRecvTimeout")) {
-    return Error(at + ".perAttemptRecvTimeout", "is not implemented in ringrpc yet");
-  }
   return r;
 }
 

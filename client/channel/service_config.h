@@ -31,6 +31,9 @@ struct RetryPolicy {
   Duration max_backoff{};
   double backoff_multiplier = 1;
   uint32_t retryable_codes = 0;  // bit i: status code i
+  // An attempt without the server's first answer (headers) this long
+  // after it started is cancelled and retried, whatever the codes.
+  std::optional<Duration> per_attempt_recv_timeout;
   bool Retryable(int code) const { return code >= 0 && code < 32 && (retryable_codes >> code & 1); }
   bool operator==(const RetryPolicy&) const = default;
 };

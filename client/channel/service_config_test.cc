@@ -7,6 +7,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "absl/strings/str_cat.h"
+
 namespace ringrpc::channel {
 namespace {
 
@@ -173,6 +175,36 @@ TEST(ServiceConfig, RetryPolicyAndThrottlingAsA6SaysThem) {
   ASSERT_TRUE(sc->retry_throttling.has_value());
   EXPECT_EQ(sc->retry_throttling->max_tokens_milli, 10000);
   EXPECT_EQ(sc->retry_throttling->token_ratio_milli, 100);
+}
+
+TEST(ServiceConfig, PerAttemptRecvTimeoutIsAPositiveDurationAndAllowsNoCodes) {
+  absl::StatusOr<ServiceConfig> sc = ParseServiceConfig(
+      R"({"methodConfig": [{"name": [{}],
+          "retryPolicy": {"maxAttempts": 3, "initialBackoff": "0.1s", "maxBackoff": "1s",
+                          "backoffMultiplier": 2, "retryableStatusCodes": [],
+                          "perAttemptRecvTimeout": "0.25s"}}]})");
+  ASSERT_TRUE(sc.ok()) << sc.status();
+  const RetryPolicy& r = *sc->Find("/a.B/C")->retry_policy;
+  EXPECT_EQ(r.per_attempt_recv_timeout, milliseconds(250));
+  EXPECT_EQ(r.retryable_codes, 0u);
+  for (const char* bad : {R"("0s")", R"("-1s")", "5"}) {
+    absl::StatusOr<ServiceConfig> refused = ParseServiceConfig(absl::StrCat(
+        R"({"methodConfig": [{"name": [{}],
+            "retryPolicy": {"maxAttempts": 3, "initialBackoff": "0.1s", "maxBackoff": "1s",
+                            "backoffMultiplier": 2, "retryableStatusCodes": ["UNAVAILABLE"],
+                            "perAttemptRecvTimeout": )",
+        bad, "}}]}"));
+    ASSERT_FALSE(refused.ok()) << bad;
+    EXPECT_THAT(std::string(refused.status().message()),
+                HasSubstr("methodConfig[0].retryPolicy.perAttemptRecvTimeout")) << bad;
+  }
+  // Without it, the codes must name one.
+  absl::StatusOr<ServiceConfig> empty = ParseServiceConfig(
+      R"({"methodConfig": [{"name": [{}],
+          "retryPolicy": {"maxAttempts": 3, "initialBackoff": "0.1s", "maxBackoff": "1s",
+                          "backoffMultiplier": 2, "retryableStatusCodes": []}}]})");
+  ASSERT_FALSE(empty.ok());
+  EXPECT_THAT(std::string(empty.status().message()), HasSubstr("retryableStatusCodes"));
 }
 
 TEST(RetryThrottle, TakesATokenPerFailureAndStopsAtHalf) {

@@ -1,6 +1,9 @@
 // client/internal/call_opener.h — opening calls on a channel's state, for
-// client/channel.cc (Channel's entry points) and client/client_call.cc
-// (where it is implemented). Private to client/.
+// client/channel.cc (Channel's entry points) and ClientCall (a stream's
+// next attempt). Implemented by room: call_open.cc (Open: pick, lease,
+// start), unary_call.cc (a unary call and its retries), stream_retry.cc
+// (a stream's next attempt), hedging.cc (hedged unary copies). Private to
+// client/.
 //
 // Threading: Open and Unary run on one of the channel's CQ threads (they
 // answer FAILED_PRECONDITION elsewhere); the tasks hold the channel state.
@@ -15,8 +18,12 @@
 #include "base/task.h"
 #include "base/time.h"
 #include "client/channel.h"
+#include "client/channel/retry_policy.h"
+#include "client/channel/subchannel.h"
+#include "client/client_call.h"
 #include "client/client_context.h"
 #include "client/status.h"
+#include "client/transport/metadata.h"
 
 namespace ringrpc {
 namespace channel {
@@ -25,11 +32,21 @@ class ChannelState;
 struct MethodConfig;
 class MethodRow;
 }  // namespace channel
+namespace transport {
+class Call;
+}  // namespace transport
 namespace runtime {
 class EventLoop;
 }  // namespace runtime
 
 namespace internal {
+struct Attempt;        // pick_loop.h
+struct AttemptRecord;  // call_open.cc
+class CallInterceptors;
+// A DEADLINE_EXCEEDED naming perAttemptRecvTimeout: an attempt the server
+// did not answer within it, when no retry followed.
+Status RecvTimeoutStatus(Duration timeout);
+
 // Where a unary call's response goes: a ByteBuffer (as received) or a
 // string (moved in when the bytes are one string, else joined).
 struct ResponseSink {
@@ -98,6 +115,58 @@ class CallOpener {
   // Cancel() from any thread reaches the call on its loop from now on (or
   // cancels it at once if it came first).
   static void RegisterCancel(ClientCall::Impl& impl);
+
+  // call_open.cc: what Open does before the pick when the call has an
+  // authority, credentials or interceptors (NeedsPreparing), and the
+  // ClientCall it makes once the stream started.
+  static bool NeedsPreparing(const channel::ChannelState& st, const ClientContext& ctx);
+  static Task<Status> PrepareCall(const std::shared_ptr<channel::ChannelState>& self, Attempt& a,
+                                  const std::string& method,
+                                  const std::optional<std::string>& authority,
+                                  transport::Metadata& md,
+                                  std::unique_ptr<CallInterceptors>* interceptors);
+  static std::unique_ptr<ClientCall> MakeCall(
+      const std::shared_ptr<channel::ChannelState>& self, Attempt& a,
+      channel::SubchannelLease leased, std::unique_ptr<transport::Call> call,
+      std::unique_ptr<CallInterceptors> interceptors, const channel::ActiveConfig& active,
+      const channel::MethodConfig* mc, const AttemptPlan* plan, bool whole_call,
+      AttemptRecord& record);
+
+ public:
+  // One unary attempt's end: its status, its response, and what the retry
+  // policy needs to know (channel/retry_policy.h).
+  struct UnaryEnd {
+    Status status;
+    std::optional<ByteBuffer> reply;
+    channel::AttemptEnd end;
+  };
+  // hedging.cc: what the copies of a hedged call share.
+  struct Hedge;
+
+ private:
+  // unary_call.cc: one attempt, and the attempts of a call under `retry`
+  // (none: one attempt).
+  static Task<UnaryEnd> UnaryAttempt(std::shared_ptr<channel::ChannelState> self,
+                                     const std::string& method, ClientContext* ctx,
+                                     const OutgoingMessage& request, const AttemptPlan& plan,
+                                     std::optional<Duration> recv_timeout);
+  static Task<Status> UnaryAttempts(std::shared_ptr<channel::ChannelState> self,
+                                    const std::string& method, ClientContext* ctx,
+                                    const OutgoingMessage& request, ResponseSink response,
+                                    AttemptPlan plan, std::optional<channel::RetryState> retry);
+  // perAttemptRecvTimeout for a unary attempt: true once the server
+  // answered (or the call ended); false: no answer within `timeout`, and
+  // the attempt was cancelled.
+  static Task<bool> AnsweredWithin(ClientCall& call, Duration timeout);
+  // stream_retry.cc: the next attempt takes the call's place; and the
+  // perAttemptRecvTimeout watch on a stream's current attempt.
+  static Task<void> SwapInAttempt(ClientCall::Impl* impl, std::unique_ptr<ClientCall> next);
+  static void WatchRecvTimeout(ClientCall::Impl* impl);
+  // hedging.cc: one hedged copy.
+  static Task<void> HedgedCopy(std::shared_ptr<channel::ChannelState> self,
+                               const std::string* method, ClientContext* ctx,
+                               const OutgoingMessage* request, AttemptPlan plan,
+                               std::shared_ptr<Hedge> h);
 };
 }  // namespace internal
 

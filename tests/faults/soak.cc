@@ -8,8 +8,12 @@
 // a second (keepalive notices), a generation bump. Prints a line every
 // `--report_s` seconds and a summary: calls, failures by code, RSS, open
 // sockets and descriptors at start (after warm-up) and end. Exit status 1
-// if a call was lost or ended twice, RSS grew by more than 5% after
-// warm-up, or descriptors grew by more than 8.
+// if a call was lost or ended twice, descriptors grew by more than 8, the
+// resident memory the allocator cannot give back (RSS after malloc_trim)
+// grew by 5% or more after warm-up, or the heap in use once the load has
+// stopped and every channel is gone exceeds the same measured before the
+// load by more than kDrainedSlackKiB (a leak: what the channels, calls and
+// connections left behind).
 //
 //   tools/soak.sh 10          # minutes
 #include <malloc.h>
@@ -17,6 +21,7 @@
 
 #include <atomic>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -51,6 +56,35 @@ struct Counters {
 // Bytes the program has allocated and not freed (every malloc arena):
 // what a leak grows. RSS also holds what the allocator keeps for reuse.
 long HeapInUseKiB() { return long(mallinfo2().uordblks / 1024); }
+
+// RSS once the allocator has returned its free pages to the kernel: what
+// stays is memory in use plus fragments it cannot return. Raw RSS keeps
+// the pages of the highest peak (glibc does not trim its thread arenas on
+// its own), which says when the load peaked, not whether it leaks.
+long TrimmedRssKiB() {
+  malloc_trim(0);
+  return testing::RssKiB();
+}
+
+// What the drained check allows: caches the library keeps for the life of
+// the process (a CQ thread's free lists, interned metadata keys) and the
+// allocator's own bookkeeping. 1.4 million short-lived channels leaking a
+// byte each would exceed it.
+constexpr long kDrainedSlackKiB = 1024;
+
+// The heap in use, settled: sampled until two readings 200 ms apart agree
+// within 16 KiB (connections of dropped channels close on their CQ
+// threads), at most 10 s.
+long SettledHeapKiB() {
+  long last = HeapInUseKiB();
+  for (int i = 0; i < 50; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    long now = HeapInUseKiB();
+    if (std::labs(now - last) < 16) return now;
+    last = now;
+  }
+  return last;
+}
 
 // Blocking unary calls on a channel that hedges them.
 void HedgedLoop(Stub* stub, std::atomic<bool>* stop, Counters* c) {
@@ -152,6 +186,23 @@ int main(int argc, char** argv) {
     ports.push_back((*s)->port());
     servers.push_back(std::move(*s));
   }
+  // The heap before any load, after one call on a channel that is then
+  // dropped (what the first call initialises once per process: the CQ
+  // threads, the generated code's descriptors).
+  {
+    auto first = ringrpc::test::ringrpc::TestService::NewStub(CreateChannel(
+        absl::StrCat("127.0.0.1:", ports[0]), InsecureChannelCredentials()));
+    ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + seconds(5));
+    test::EchoRequest req;
+    test::EchoResponse resp;
+    Status s = first->Unary(&ctx, req, &resp);
+    if (!s.ok()) {
+      std::fprintf(stderr, "soak: first call: %s\n", s.error_message().c_str());
+      return 1;
+    }
+  }
+  const long heap_before = SettledHeapKiB();
   ChannelArguments args;
   args.SetString("grpc.service_config",
                  R"({"loadBalancingConfig":[{"round_robin":{}}],)"
@@ -180,7 +231,8 @@ int main(int argc, char** argv) {
 
   std::atomic<bool> stop{false};
   Counters counters;
-  testing::Load unary(channel.get(), 32, milliseconds(2000));
+  auto load = std::make_unique<testing::Load>(channel.get(), 32, milliseconds(2000));
+  testing::Load& unary = *load;
   // Records of ended calls go after 3 s (the calls' deadline is 2 s): at
   // ~9,000 calls/s a 10 s window alone was ~28 MB of the test's own memory
   // (heaptrack), filling while the rate ramped up.
@@ -201,7 +253,7 @@ int main(int argc, char** argv) {
   // means the same for a 2-minute and a 60-minute run (it was a quarter of
   // the run, capped at 60 s).
   auto warm = start + seconds(30);
-  long rss_warm = -1, heap_warm = -1;
+  long rss_warm = -1, heap_warm = -1, trimmed_warm = -1;
   int sockets_warm = -1;
   int fds_warm = -1;
   auto next_report = start + seconds(report_s);
@@ -212,6 +264,7 @@ int main(int argc, char** argv) {
     auto now = std::chrono::steady_clock::now();
     if (rss_warm < 0 && now >= warm) {
       rss_warm = testing::RssKiB();
+      trimmed_warm = TrimmedRssKiB();
       heap_warm = HeapInUseKiB();
       sockets_warm = testing::OpenSockets();
       fds_warm = testing::OpenFds();
@@ -239,9 +292,13 @@ int main(int argc, char** argv) {
     }
     if (now >= next_report) {
       testing::Load::Report r = unary.Summary();
+      // In this order: raw RSS (pages kept since the last report's trim
+      // included), then the trim.
+      const long rss = testing::RssKiB(), heap = HeapInUseKiB();
+      const long trimmed = TrimmedRssKiB();
       std::printf("t=%4llds unary=%zu ok=%d unavailable=%d deadline=%d streams=%llu/%llu "
                   "bidi=%llu/%llu hedged=%llu/%llu churned=%llu/%llu faults=%llu rss=%ldKiB "
-                  "heap=%ldKiB sockets=%d fds=%d\n",
+                  "heap=%ldKiB trimmed_rss=%ldKiB sockets=%d fds=%d\n",
                   (long long)std::chrono::duration_cast<seconds>(now - start).count(), r.issued,
                   r.count(StatusCode::OK), r.count(StatusCode::UNAVAILABLE),
                   r.count(StatusCode::DEADLINE_EXCEEDED),
@@ -253,7 +310,7 @@ int main(int argc, char** argv) {
                   (unsigned long long)counters.hedged_failures.load(),
                   (unsigned long long)counters.churned.load(),
                   (unsigned long long)counters.churn_failures.load(), (unsigned long long)faults,
-                  testing::RssKiB(), HeapInUseKiB(), testing::OpenSockets(), testing::OpenFds());
+                  rss, heap, trimmed, testing::OpenSockets(), testing::OpenFds());
       std::fflush(stdout);
       next_report = now + seconds(report_s);
     }
@@ -261,6 +318,7 @@ int main(int argc, char** argv) {
   for (auto& s : servers) s->Signal(SIGCONT);
   long rss_end = testing::RssKiB();
   long heap_end = HeapInUseKiB();
+  long trimmed_end = TrimmedRssKiB();
   int sockets_end = testing::OpenSockets();
   int fds_end = testing::OpenFds();
   stop = true;
@@ -269,6 +327,17 @@ int main(int argc, char** argv) {
   for (int i = 0; i < 500 && bidis.load() > 0; ++i) std::this_thread::sleep_for(milliseconds(10));
   testing::Load::Report r = unary.Summary();
   double growth = rss_warm > 0 ? 100.0 * (rss_end - rss_warm) / rss_warm : 0;
+  double trimmed_growth =
+      trimmed_warm > 0 ? 100.0 * (trimmed_end - trimmed_warm) / trimmed_warm : 0;
+  pool::PoolMetrics m = channel->Metrics();
+  // Drained: the load gone, every channel dropped.
+  uint64_t channels_made = counters.churned.load() + counters.churn_failures.load() + 2;
+  load.reset();
+  hedged_stub.reset();
+  hedged_channel.reset();
+  stub.reset();
+  channel.reset();
+  const long heap_drained = SettledHeapKiB();
   std::printf("\nsoak: %.1f min, %llu faults injected\n", minutes, (unsigned long long)faults);
   std::printf("unary calls: %zu issued, %zu ended once, %zu ended twice, %zu never ended\n",
               r.issued, r.ended_once, r.ended_more, r.not_ended);
@@ -291,17 +360,23 @@ int main(int argc, char** argv) {
     }
   }
   std::printf("heap in use after warm-up %ld KiB, at the end %ld KiB\n", heap_warm, heap_end);
-  std::printf("RSS after warm-up %ld KiB, at the end %ld KiB (%+.1f%%); sockets %d -> %d; "
-              "descriptors %d -> %d\n",
-              rss_warm, rss_end, growth, sockets_warm, sockets_end, fds_warm, fds_end);
-  pool::PoolMetrics m = channel->Metrics();
+  std::printf("heap in use drained (no load, no channel) %ld KiB, before the load %ld KiB "
+              "(%+ld KiB over %llu channels, %.2f bytes each; allowed %+ld KiB)\n",
+              heap_drained, heap_before, heap_drained - heap_before,
+              (unsigned long long)channels_made,
+              1024.0 * double(heap_drained - heap_before) / double(channels_made),
+              kDrainedSlackKiB);
+  std::printf("RSS after warm-up %ld KiB, at the end %ld KiB (%+.1f%%, the allocator's peak "
+              "included)\n",
+              rss_warm, rss_end, growth);
+  std::printf("RSS after malloc_trim: after warm-up %ld KiB, at the end %ld KiB (%+.1f%%)\n",
+              trimmed_warm, trimmed_end, trimmed_growth);
+  std::printf("sockets %d -> %d; descriptors %d -> %d\n", sockets_warm, sockets_end, fds_warm,
+              fds_end);
   std::printf("pool: %s (conserved: %s)\n", m.ToString().c_str(), m.Conserved() ? "yes" : "NO");
-  bool ok = r.ended_more == 0 && r.not_ended == 0 && growth < 5.0 && m.Conserved() &&
+  bool ok = r.ended_more == 0 && r.not_ended == 0 && trimmed_growth < 5.0 &&
+            heap_drained - heap_before <= kDrainedSlackKiB && m.Conserved() &&
             fds_end <= fds_warm + 8;
   std::printf("%s\n", ok ? "soak passed" : "SOAK FAILED");
-  hedged_stub.reset();
-  hedged_channel.reset();
-  stub.reset();
-  channel.reset();
   return ok ? 0 : 1;
 }

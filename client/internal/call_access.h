@@ -1,0 +1,57 @@
+// client/internal/call_access.h — the one place allowed into
+// ClientContext's private fields: what a call reads from its context
+// (metadata, cancel state, compression, credentials, authority,
+// wait_for_ready) and writes back (the server's metadata, the peer).
+// Private to client/.
+//
+// Threading: the call's CQ thread (the context belongs to the call).
+#ifndef RINGRPC_CLIENT_INTERNAL_CALL_ACCESS_H_
+#define RINGRPC_CLIENT_INTERNAL_CALL_ACCESS_H_
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "client/client_context.h"
+#include "client/transport/call.h"
+#include "client/transport/compression.h"
+
+namespace ringrpc {
+namespace internal {
+// The one place allowed into ClientContext's private fields.
+class CallAccess {
+ public:
+  static const std::vector<std::pair<std::string, std::string>>& metadata(
+      const ClientContext& c) {
+    return c.metadata_;
+  }
+  static std::shared_ptr<CancelState> cancel(const ClientContext& c) { return c.cancel_; }
+  static const std::optional<CompressionAlgorithm>& compression(const ClientContext& c) {
+    return c.compression_;
+  }
+  static const std::shared_ptr<CallCredentials>& credentials(const ClientContext& c) {
+    return c.credentials_;
+  }
+  static const std::optional<std::string>& authority(const ClientContext& c) {
+    return c.authority_;
+  }
+  static const std::optional<bool>& wait_for_ready(const ClientContext& c) {
+    return c.wait_for_ready_;
+  }
+  static void SetResults(ClientContext& c, const transport::Call& call,
+                         const transport::Metadata& trailing, std::string peer) {
+    c.initial_ = {call.initial_metadata().begin(), call.initial_metadata().end()};
+    c.trailing_ = {trailing.begin(), trailing.end()};
+    c.peer_ = std::move(peer);
+    std::optional<transport::Compression> r = transport::ParseCompression(call.response_encoding());
+    c.response_compression_ =
+        r ? static_cast<CompressionAlgorithm>(*r) : CompressionAlgorithm::kNone;
+  }
+};
+}  // namespace internal
+
+}  // namespace ringrpc
+
+#endif  // RINGRPC_CLIENT_INTERNAL_CALL_ACCESS_H_
