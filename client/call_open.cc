@@ -195,6 +195,22 @@ Started StartOnLease(Attempt& a, const StreamSettings& s, SubchannelLease& lease
 
 }  // namespace
 
+Attempt CallOpener::NewAttempt(ChannelState& st, size_t index, runtime::EventLoop& loop,
+                               ClientContext* ctx, const channel::MethodConfig* mc,
+                               const AttemptPlan* plan) {
+  const std::optional<bool>& asked_wait = CallAccess::wait_for_ready(*ctx);
+  return Attempt{.st = st,
+                 .index = index,
+                 .loop = loop,
+                 .ctx = ctx,
+                 .deadline = plan != nullptr && plan->deadline ? *plan->deadline
+                                                               : CallDeadline(loop, *ctx, mc),
+                 .wait_for_ready = asked_wait ? *asked_wait
+                                              : mc != nullptr && mc->wait_for_ready.value_or(false),
+                 .cancel = CallAccess::cancel(*ctx),
+                 .abandoned = plan != nullptr ? plan->abandoned : nullptr};
+}
+
 Task<Status> CallOpener::PrepareCall(const std::shared_ptr<ChannelState>& self, Attempt& a,
                                      const std::string& method,
                                      const std::optional<std::string>& authority,
@@ -254,17 +270,7 @@ Task<std::unique_ptr<ClientCall>> CallOpener::Open(
     co_return nullptr;
   }
   const channel::MethodConfig* mc = MethodConfigOf(active, method, plan);
-  const std::optional<bool>& asked_wait = CallAccess::wait_for_ready(*ctx);
-  Attempt a{.st = st,
-            .index = *index,
-            .loop = loop,
-            .ctx = ctx,
-            .deadline = plan != nullptr && plan->deadline ? *plan->deadline
-                                                          : CallDeadline(loop, *ctx, mc),
-            .wait_for_ready = asked_wait ? *asked_wait
-                                         : mc != nullptr && mc->wait_for_ready.value_or(false),
-            .cancel = CallAccess::cancel(*ctx),
-            .abandoned = plan != nullptr ? plan->abandoned : nullptr};
+  Attempt a = NewAttempt(st, *index, loop, ctx, mc, plan);
   transport::Metadata md(CallAccess::metadata(*ctx).begin(), CallAccess::metadata(*ctx).end());
   const std::optional<std::string>& authority = CallAccess::authority(*ctx);
   std::unique_ptr<CallInterceptors> interceptors;

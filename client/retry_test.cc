@@ -209,6 +209,70 @@ void FailFirst(ClientContext* ctx, const std::string& key, int fail) {
   testing::AddFailFirst(ctx, {key, fail});
 }
 
+std::string RecvTimeoutPolicy(const std::string& codes = "[\"UNAVAILABLE\"]") {
+  return absl::StrCat(R"({"methodConfig": [{"name": [{"service": "ringrpc.test.TestService"}],
+      "retryPolicy": {"maxAttempts": 3, "initialBackoff": "0.01s", "maxBackoff": "0.05s",
+      "backoffMultiplier": 2, "perAttemptRecvTimeout": "0.2s", "retryableStatusCodes": )",
+                      codes, "}}]}");
+}
+
+TEST_F(RetryTest, AUnaryAttemptTheServerDoesNotAnswerInTimeIsRetried) {
+  auto ch = Make(RecvTimeoutPolicy("[]"));  // no codes: only timed-out attempts
+  ClientContext ctx;
+  ctx.AddMetadata("x-stall-attempts", "1");
+  const auto start = steady_clock::now();
+  Status s = Call(*ch, 0, &ctx);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_LT(steady_clock::now() - start, std::chrono::seconds(5));  // not the 10 s stall
+  EXPECT_EQ(Md(ctx.GetServerInitialMetadata(), "x-attempt"), "1");
+  EXPECT_EQ(Md(ctx.GetServerInitialMetadata(), "x-previous-attempts"), "1");
+  EXPECT_THAT(ch->MetricsText(), HasSubstr("ringrpc_retries_total 1\n"));
+}
+
+TEST_F(RetryTest, AttemptsThatAllTimeOutEndDeadlineExceededNamingPerAttemptRecvTimeout) {
+  auto ch = Make(RecvTimeoutPolicy());
+  ClientContext ctx;
+  ctx.AddMetadata("x-stall-attempts", "5");
+  Status s = Call(*ch, 0, &ctx);
+  EXPECT_EQ(s.error_code(), StatusCode::DEADLINE_EXCEEDED);
+  EXPECT_THAT(s.error_message(), HasSubstr("perAttemptRecvTimeout (200 ms)"));
+  CallMetricsSnapshot m = ch->CallMetrics();
+  ASSERT_EQ(m.started.size(), 1u);
+  EXPECT_EQ(m.started[0].attempts, 3u);
+  // An attempt the server answers in time goes through on the first try.
+  ClientContext slow;
+  EXPECT_TRUE(testing::EchoFailingFirst(*ch, &slow, {"slow-but-answered", 0}).ok());
+}
+
+TEST_F(RetryTest, AStreamAttemptTheServerDoesNotAnswerInTimeIsRetried) {
+  auto ch = Make(RecvTimeoutPolicy());
+  ClientContext ctx;
+  testing::AddFailFirst(&ctx, {"stalled-stream", 0});
+  ctx.AddMetadata("x-stall-attempts", "2");
+  EchoRequest req;
+  req.set_count(2);
+  req.set_response_size(3);
+  auto reader = TestService::NewStub(ch)->ServerStream(&ctx, req);
+  EchoResponse r;
+  int n = 0;
+  while (reader->Read(&r)) ++n;
+  Status s = reader->Finish();
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(n, 2);
+  EXPECT_EQ(Md(ctx.GetServerInitialMetadata(), "x-attempt"), "2");
+  EXPECT_THAT(ch->MetricsText(), HasSubstr("ringrpc_retries_total 2\n"));
+  // Every attempt stalled: the stream ends DEADLINE_EXCEEDED, naming it.
+  ClientContext all;
+  testing::AddFailFirst(&all, {"stalled-stream-2", 0});
+  all.AddMetadata("x-stall-attempts", "5");
+  auto stalled = TestService::NewStub(ch)->ServerStream(&all, req);
+  while (stalled->Read(&r)) {
+  }
+  s = stalled->Finish();
+  EXPECT_EQ(s.error_code(), StatusCode::DEADLINE_EXCEEDED);
+  EXPECT_THAT(s.error_message(), HasSubstr("perAttemptRecvTimeout"));
+}
+
 TEST_F(RetryTest, AServerStreamIsRetriedAndItsMessagesArriveOnce) {
   auto ch = Make(Policy(3));
   ClientContext ctx;

@@ -119,6 +119,11 @@ class CallOpener {
   // call_open.cc: what Open does before the pick when the call has an
   // authority, credentials or interceptors (NeedsPreparing), and the
   // ClientCall it makes once the stream started.
+  // The attempt's pick state: the call's deadline (the plan's, or the
+  // context's bounded by the method's timeout), its wait_for_ready.
+  static Attempt NewAttempt(channel::ChannelState& st, size_t index, runtime::EventLoop& loop,
+                            ClientContext* ctx, const channel::MethodConfig* mc,
+                            const AttemptPlan* plan);
   static bool NeedsPreparing(const channel::ChannelState& st, const ClientContext& ctx);
   static Task<Status> PrepareCall(const std::shared_ptr<channel::ChannelState>& self, Attempt& a,
                                   const std::string& method,

@@ -99,6 +99,7 @@ bool Authorized(ServerContext* ctx) {
 // adding "x-pushback-ms" as grpc-retry-pushback-ms. Each call says which
 // attempt of its key it was (x-attempt) and what grpc-previous-rpc-attempts
 // it carried (x-previous-attempts), in initial metadata or trailers.
+// "x-stall-attempts: N" stalls the first N attempts instead.
 std::mutex attempts_mu;
 std::map<std::string, int> attempts_by_key;
 
@@ -117,6 +118,11 @@ std::optional<Status> FailOnPurpose(ServerContext* ctx) {
     attempt = attempts_by_key[key]++;
   }
   const std::string previous = Md(ctx, "grpc-previous-rpc-attempts");
+  // "x-stall-attempts: N": the first N attempts get no answer (no headers)
+  // for 10 s, or until the client cancels them (perAttemptRecvTimeout).
+  if (attempt < std::atoi(Md(ctx, "x-stall-attempts").c_str()) && !SleepWatching(ctx, 10000)) {
+    return Status(grpc::StatusCode::CANCELLED, "cancelled while stalling on purpose");
+  }
   const bool fail = attempt < std::atoi(Md(ctx, "x-fail-attempts").c_str());
   // Trailers-only on failure: the metadata rides in the trailers.
   if (fail) {
