@@ -45,68 +45,74 @@ Task<bool> CallOpener::AnsweredWithin(ClientCall& call, Duration timeout) {
   co_return false;
 }
 
-Task<CallOpener::UnaryEnd> CallOpener::UnaryAttempt(std::shared_ptr<ChannelState> self,
-                                                    const std::string& method, ClientContext* ctx,
-                                                    const OutgoingMessage& request,
-                                                    const AttemptPlan& plan,
-                                                    std::optional<Duration> recv_timeout) {
-  UnaryEnd u;
-  std::unique_ptr<ClientCall> call = co_await Open(self, method, ctx, &u.status, false, &plan);
-  if (call == nullptr) {
-    u.end.code = static_cast<int>(u.status.error_code());
-    co_return u;
+// What a unary call keeps across its attempts, fixed at its start.
+struct CallOpener::UnaryPlan {
+  channel::CallMetricsTable* metrics = nullptr;
+  channel::MethodRow* metrics_row = nullptr;  // null: not recorded
+  TimePoint start = Clock::now();
+  AttemptPlan plan;
+  bool hedged = false;  // the method's hedgingPolicy applies
+  std::optional<channel::RetryState> retry;  // none: one attempt
+};
+
+CallOpener::UnaryPlan CallOpener::PlanUnary(ChannelState& st, const std::optional<size_t>& index,
+                                            const std::string& method, ClientContext* ctx,
+                                            size_t request_size) {
+  UnaryPlan p;
+  // The call's telemetry: its attempts record themselves (Open), the call
+  // is recorded by Unary, with the status its caller gets.
+  p.metrics = st.call_metrics();
+  if (p.metrics != nullptr && index && ctx != nullptr) {
+    p.metrics_row = p.metrics->Method(*index, method);
   }
-  (void)call->WriteNow(request);  // one message: no need to wait for room; a
-                                  // failed write ends the call (Finish says why)
-  call->WritesDone();
-  if (recv_timeout) u.end.recv_timeout = !co_await AnsweredWithin(*call, *recv_timeout);
-  u.reply = co_await call->ReadBuffer();
-  // (No co_await inside ?: — GCC 12 mishandles the temporaries there.)
-  if (call->finished()) {
-    u.status = call->FinishNow();
-  } else {
-    u.status = co_await call->Finish();
-  }
-  if (u.end.recv_timeout) u.status = RecvTimeoutStatus(*recv_timeout);
-  const transport::Call& ended = *call->impl_->call;
-  u.end.code = static_cast<int>(u.status.error_code());
-  u.end.server_answered = ended.initial_metadata_received();
-  u.end.never_sent = call->never_sent();
-  u.end.pushback = channel::ParsePushback(ended.trailing_metadata());
-  co_return u;
+  const channel::ActiveConfig& active = st.active();  // for the whole call
+  const channel::MethodConfig* mc =
+      active.service_config ? active.service_config->Find(method) : nullptr;
+  p.plan = AttemptPlan{.config = &active,
+                       .method_config_known = true,
+                       .method_config = mc,
+                       .metrics_row = p.metrics_row};
+  // Retries need a loop to wait on and a context to watch (without them
+  // Open fails the call anyway); a request over the per-call retry buffer
+  // commits the call at once: no policy, no hedging (the transparent
+  // retry still applies). Every attempt keeps the call's deadline, fixed
+  // now (a method's timeout counts from the call's start).
+  if (!index || ctx == nullptr || !st.config().enable_retries) return p;
+  p.plan.deadline = CallDeadline(st.cq()->loop(*index), *ctx, mc);
+  const bool fits = request_size <= st.config().per_rpc_retry_buffer_size;
+  p.hedged = fits && mc != nullptr && mc->hedging_policy;
+  p.retry.emplace(fits && mc != nullptr && mc->retry_policy ? &*mc->retry_policy : nullptr,
+                  active.throttle.get());
+  return p;
 }
 
-Task<Status> CallOpener::UnaryAttempts(std::shared_ptr<ChannelState> self,
-                                       const std::string& method, ClientContext* ctx,
-                                       const OutgoingMessage& request, ResponseSink response,
-                                       AttemptPlan plan, std::optional<channel::RetryState> retry) {
-  ChannelState& st = *self;
-  for (;;) {
-    plan.previous_attempts = retry ? retry->attempts() - 1 : 0;
-    UnaryEnd u = co_await UnaryAttempt(self, method, ctx, request, plan,
-                                       retry ? retry->recv_timeout() : std::nullopt);
-    const channel::RetryDecision d =
-        retry ? retry->OnAttemptEnded(u.end) : channel::RetryDecision{};
-    if (u.status.ok()) {
-      if (!u.reply) {
-        co_return Status(StatusCode::INTERNAL,
-                         "the server ended a unary call OK without a response message");
-      }
-      response.Set(std::move(*u.reply));
-      co_return u.status;
-    }
-    if (d.reason == channel::RetryDecision::Reason::kThrottled) st.CountThrottledRetry();
-    if (!d.retry()) co_return u.status;
-    if (d.transparent()) {
-      st.CountTransparentRetry();
-      continue;
-    }
-    runtime::EventLoop& loop = st.cq()->loop(*st.CurrentIndex());
-    std::optional<Status> ended = co_await WaitToRetry(
-        loop, *ctx, d.delay, plan.deadline.value_or(TimePoint::max()), u.status.error_message());
-    if (ended) co_return *ended;
-    st.CountRetry();
+std::optional<Status> CallOpener::AfterUnaryAttempt(ChannelState& st, UnaryPlan& p,
+                                                    ClientCall* call, Status& s,
+                                                    std::optional<ByteBuffer>& reply,
+                                                    bool recv_timed_out, ResponseSink response,
+                                                    channel::RetryDecision* retry) {
+  channel::AttemptEnd end{.code = static_cast<int>(s.error_code()),
+                          .recv_timeout = recv_timed_out};
+  if (call != nullptr) {
+    const transport::Call& ended = *call->impl_->call;
+    end.server_answered = ended.initial_metadata_received();
+    end.never_sent = call->never_sent();
+    end.pushback = channel::ParsePushback(ended.trailing_metadata());
   }
+  const channel::RetryDecision d = p.retry ? p.retry->OnAttemptEnded(end) : channel::RetryDecision{};
+  if (s.ok()) {
+    if (!reply) {
+      return Status(StatusCode::INTERNAL,
+                    "the server ended a unary call OK without a response message");
+    }
+    response.Set(std::move(*reply));
+    return s;
+  }
+  if (d.reason == channel::RetryDecision::Reason::kThrottled) st.CountThrottledRetry();
+  if (!d.retry()) return std::move(s);
+  if (d.transparent()) st.CountTransparentRetry();
+  *retry = d;
+  return std::nullopt;
 }
 
 Task<Status> CallOpener::Unary(std::shared_ptr<channel::ChannelState> self, std::string method,
@@ -116,47 +122,49 @@ Task<Status> CallOpener::Unary(std::shared_ptr<channel::ChannelState> self, std:
   }
   ChannelState& st = *self;
   const std::optional<size_t> index = st.CurrentIndex();
-  // The call's telemetry: its attempts record themselves (Open), the call
-  // is recorded here, with the status its caller gets.
-  channel::CallMetricsTable* metrics = st.call_metrics();
-  channel::MethodRow* metrics_row =
-      metrics != nullptr && index && ctx != nullptr ? metrics->Method(*index, method) : nullptr;
-  const TimePoint start = Clock::now();
   // Serialized once; a large request is sent from this string by every
   // attempt (and hedged copy) without being copied.
   OutgoingMessage request(std::move(serialized));
   if (index && ctx != nullptr && Unresolved(st)) {
     co_await AwaitFirstResolution(st, st.cq()->loop(*index), *ctx);
   }
-  const channel::ActiveConfig& active = st.active();  // for the whole call
-  const channel::MethodConfig* mc =
-      active.service_config ? active.service_config->Find(method) : nullptr;
-  // Every attempt keeps the call's deadline, fixed now (a method's timeout
-  // counts from the call's start, not each attempt's).
-  AttemptPlan plan{.config = &active,
-                   .method_config_known = true,
-                   .method_config = mc,
-                   .metrics_row = metrics_row};
-  // Retries need a loop to wait on and a context to watch (without them
-  // Open fails the call anyway); a request over the per-call retry buffer
-  // commits the call at once: no policy, no hedging (the transparent
-  // retry still applies).
-  const bool retries = index && ctx != nullptr && st.config().enable_retries;
-  const bool fits = request.size() <= st.config().per_rpc_retry_buffer_size;
-  if (retries) plan.deadline = CallDeadline(st.cq()->loop(*index), *ctx, mc);
-  Status s;
-  if (retries && fits && mc != nullptr && mc->hedging_policy) {
-    s = co_await UnaryHedged(self, method, ctx, std::move(request), response, plan);
-  } else {
-    std::optional<channel::RetryState> retry;
-    if (retries) {
-      retry.emplace(fits && mc != nullptr && mc->retry_policy ? &*mc->retry_policy : nullptr,
-                    active.throttle.get());
+  UnaryPlan p = PlanUnary(st, index, method, ctx, request.size());
+  std::optional<Status> done;
+  if (p.hedged) done = co_await UnaryHedged(self, method, ctx, std::move(request), response, p.plan);
+  // The attempts, in this frame (a unary call's warm path allocates no
+  // coroutine frame of its own beyond Unary's and Open's).
+  while (!done) {
+    p.plan.previous_attempts = p.retry ? p.retry->attempts() - 1 : 0;
+    const std::optional<Duration> recv_timeout = p.retry ? p.retry->recv_timeout() : std::nullopt;
+    Status s;
+    std::unique_ptr<ClientCall> call = co_await Open(self, method, ctx, &s, false, &p.plan);
+    std::optional<ByteBuffer> reply;
+    bool timed_out = false;
+    if (call != nullptr) {
+      (void)call->WriteNow(request);  // one message: no wait for room; a failed
+      call->WritesDone();             // write ends the call (Finish says why)
+      if (recv_timeout) timed_out = !co_await AnsweredWithin(*call, *recv_timeout);
+      reply = co_await call->ReadBuffer();
+      // (No co_await inside ?: — GCC 12 mishandles the temporaries there.)
+      if (call->finished()) {
+        s = call->FinishNow();
+      } else {
+        s = co_await call->Finish();
+      }
+      if (timed_out) s = RecvTimeoutStatus(*recv_timeout);
     }
-    s = co_await UnaryAttempts(self, method, ctx, request, response, plan, std::move(retry));
+    channel::RetryDecision retry;
+    done = AfterUnaryAttempt(st, p, call.get(), s, reply, timed_out, response, &retry);
+    call.reset();
+    if (done || retry.transparent()) continue;
+    done = co_await WaitToRetry(st.cq()->loop(*index), *ctx, retry.delay,
+                                p.plan.deadline.value_or(TimePoint::max()), s.error_message());
+    if (!done) st.CountRetry();
   }
-  if (metrics_row != nullptr) metrics->CallEnded(metrics_row, s.error_code(), Clock::now() - start);
-  co_return s;
+  if (p.metrics_row != nullptr) {
+    p.metrics->CallEnded(p.metrics_row, done->error_code(), Clock::now() - p.start);
+  }
+  co_return std::move(*done);
 }
 
 }  // namespace ringrpc::internal

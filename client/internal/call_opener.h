@@ -138,27 +138,21 @@ class CallOpener {
       AttemptRecord& record);
 
  public:
-  // One unary attempt's end: its status, its response, and what the retry
-  // policy needs to know (channel/retry_policy.h).
-  struct UnaryEnd {
-    Status status;
-    std::optional<ByteBuffer> reply;
-    channel::AttemptEnd end;
-  };
   // hedging.cc: what the copies of a hedged call share.
   struct Hedge;
 
  private:
-  // unary_call.cc: one attempt, and the attempts of a call under `retry`
-  // (none: one attempt).
-  static Task<UnaryEnd> UnaryAttempt(std::shared_ptr<channel::ChannelState> self,
-                                     const std::string& method, ClientContext* ctx,
-                                     const OutgoingMessage& request, const AttemptPlan& plan,
-                                     std::optional<Duration> recv_timeout);
-  static Task<Status> UnaryAttempts(std::shared_ptr<channel::ChannelState> self,
-                                    const std::string& method, ClientContext* ctx,
-                                    const OutgoingMessage& request, ResponseSink response,
-                                    AttemptPlan plan, std::optional<channel::RetryState> retry);
+  // unary_call.cc: what a unary call fixes at its start, and its decision
+  // after each attempt: the call's status, or nullopt and the retry
+  // decision (its delay; a transparent retry goes at once).
+  struct UnaryPlan;
+  static UnaryPlan PlanUnary(channel::ChannelState& st, const std::optional<size_t>& index,
+                             const std::string& method, ClientContext* ctx, size_t request_size);
+  static std::optional<Status> AfterUnaryAttempt(channel::ChannelState& st, UnaryPlan& p,
+                                                 ClientCall* call, Status& s,
+                                                 std::optional<ByteBuffer>& reply,
+                                                 bool recv_timed_out, ResponseSink response,
+                                                 channel::RetryDecision* retry);
   // perAttemptRecvTimeout for a unary attempt: true once the server
   // answered (or the call ended); false: no answer within `timeout`, and
   // the attempt was cancelled.
