@@ -233,6 +233,45 @@ void DnsResolver::Shutdown() {
   if (thread_.joinable()) thread_.join();
 }
 
+namespace {
+
+// What one lookup found: the addresses and the chosen service config, or
+// why there are none (a timeout, c-ares' error, no address). `percent`
+// is A2's draw for the service config's percentage.
+absl::StatusOr<ResolverResult> Outcome(Pending& p, bool timed_out, const std::string& host,
+                                       const std::string& asked, Duration query_timeout,
+                                       int percent) {
+  const auto timeout_ms =
+      std::chrono::duration_cast<milliseconds>(query_timeout).count();
+  if (timed_out || (p.addr_status == ARES_ECANCELLED && p.addresses.empty())) {
+    return absl::UnavailableError(absl::StrCat("DNS resolution of ", host, " timed out after ",
+                                               timeout_ms, " ms (asked ", asked, ")"));
+  }
+  if (p.addr_status != ARES_SUCCESS && p.addresses.empty()) {
+    return absl::UnavailableError(absl::StrCat("DNS resolution of ", host, " failed: ",
+                                               AresError(p.addr_status), " (asked ", asked, ")"));
+  }
+  if (p.addresses.empty()) {
+    return absl::UnavailableError(
+        absl::StrCat("DNS resolution of ", host, " found no address (asked ", asked, ")"));
+  }
+  ResolverResult result{std::move(p.addresses), std::nullopt};
+  if (p.txt) {
+    char hostname[256] = {};
+    ::gethostname(hostname, sizeof hostname - 1);
+    absl::StatusOr<std::optional<std::string>> chosen =
+        ChooseServiceConfig(*p.txt, hostname, percent);
+    if (chosen.ok()) {
+      result.service_config = std::move(*chosen);
+    } else {
+      result.service_config_error = chosen.status();
+    }
+  }
+  return result;
+}
+
+}  // namespace
+
 absl::StatusOr<ResolverResult> DnsResolver::ResolveOnce(void* ares) {
   auto channel = static_cast<ares_channel>(ares);
   const std::string asked = options_.server.empty() ? "the system's DNS servers" : options_.server;
@@ -297,33 +336,8 @@ absl::StatusOr<ResolverResult> DnsResolver::ResolveOnce(void* ares) {
       ares_cancel(channel);
     }
   }
-  const auto timeout_ms =
-      std::chrono::duration_cast<milliseconds>(options_.query_timeout).count();
-  if (timed_out || (p.addr_status == ARES_ECANCELLED && p.addresses.empty())) {
-    return absl::UnavailableError(absl::StrCat("DNS resolution of ", host_, " timed out after ",
-                                               timeout_ms, " ms (asked ", asked, ")"));
-  }
-  if (p.addr_status != ARES_SUCCESS && p.addresses.empty()) {
-    return absl::UnavailableError(absl::StrCat("DNS resolution of ", host_, " failed: ",
-                                               AresError(p.addr_status), " (asked ", asked, ")"));
-  }
-  if (p.addresses.empty()) {
-    return absl::UnavailableError(
-        absl::StrCat("DNS resolution of ", host_, " found no address (asked ", asked, ")"));
-  }
-  ResolverResult result{std::move(p.addresses), std::nullopt};
-  if (p.txt) {
-    char hostname[256] = {};
-    ::gethostname(hostname, sizeof hostname - 1);
-    absl::StatusOr<std::optional<std::string>> chosen =
-        ChooseServiceConfig(*p.txt, hostname, static_cast<int>(rng_() % 100));
-    if (chosen.ok()) {
-      result.service_config = std::move(*chosen);
-    } else {
-      result.service_config_error = chosen.status();
-    }
-  }
-  return result;
+  return Outcome(p, timed_out, host_, asked, options_.query_timeout,
+                 static_cast<int>(rng_() % 100));
 }
 
 void DnsResolver::Loop() {

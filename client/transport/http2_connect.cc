@@ -17,6 +17,42 @@
 
 namespace ringrpc::transport {
 
+// After the dial: the proxy's CONNECT tunnel, then the TLS handshake,
+// each within what is left of the connect timeout. The TLS session (null
+// without TLS), or why the connection cannot go on.
+Task<absl::StatusOr<std::unique_ptr<TlsSession>>> Http2Connection::Handshake(
+    EventLoop& loop, int fd, const ConnectionOptions& options, const std::string& dialled,
+    const std::string& where, TimePoint start) {
+  if (!options.http_connect_target.empty()) {
+    Duration left = options.connect_timeout - (loop.Now() - start);
+    std::optional<absl::Status> tunnel = co_await runtime::WithTimeout<absl::Status>(
+        loop, HttpConnect(loop, fd, options, dialled),
+        std::max(left, Duration(std::chrono::milliseconds(1))));
+    if (!tunnel) {
+      co_return absl::UnavailableError(absl::StrCat(
+          "HTTP proxy ", dialled, " did not answer CONNECT ", options.http_connect_target,
+          " within ", Ms(options.connect_timeout)));
+    }
+    if (!tunnel->ok()) co_return *tunnel;
+  }
+  if (options.tls) {
+    absl::StatusOr<std::unique_ptr<TlsSession>> session = TlsSession::New(*options.tls);
+    if (!session.ok()) co_return session.status();
+    Duration left = options.connect_timeout - (loop.Now() - start);
+    std::optional<absl::Status> shaken = co_await runtime::WithTimeout<absl::Status>(
+        loop, TlsHandshake(loop, fd, session->get(), where),
+        std::max(left, Duration(std::chrono::milliseconds(1))));
+    if (!shaken) {
+      co_return absl::UnavailableError(absl::StrCat("TLS handshake with ", where,
+                                                    " timed out after ",
+                                                    Ms(options.connect_timeout)));
+    }
+    if (!shaken->ok()) co_return *shaken;
+    co_return std::move(*session);
+  }
+  co_return std::unique_ptr<TlsSession>();
+}
+
 Task<absl::StatusOr<std::shared_ptr<Http2Connection>>> Http2Connection::Connect(
     EventLoop& loop, Address address, ConnectionOptions options) {
   const TimePoint start = loop.Now();
@@ -59,37 +95,12 @@ Task<absl::StatusOr<std::shared_ptr<Http2Connection>>> Http2Connection::Connect(
                             Ms(options.connect_timeout))
              : absl::StrCat("connect to ", dial_name, ": ", std::strerror(-*res)));
   }
-  if (!options.http_connect_target.empty()) {
-    Duration left = options.connect_timeout - (loop.Now() - start);
-    std::optional<absl::Status> tunnel = co_await runtime::WithTimeout<absl::Status>(
-        loop, HttpConnect(loop, fd, options, dialled),
-        std::max(left, Duration(std::chrono::milliseconds(1))));
-    if (!tunnel) {
-      co_return absl::UnavailableError(absl::StrCat(
-          "HTTP proxy ", dialled, " did not answer CONNECT ", options.http_connect_target,
-          " within ", Ms(options.connect_timeout)));
-    }
-    if (!tunnel->ok()) co_return *tunnel;
-  }
-  std::unique_ptr<TlsSession> tls;
-  if (options.tls) {
-    absl::StatusOr<std::unique_ptr<TlsSession>> session = TlsSession::New(*options.tls);
-    if (!session.ok()) co_return session.status();
-    Duration left = options.connect_timeout - (loop.Now() - start);
-    std::optional<absl::Status> shaken = co_await runtime::WithTimeout<absl::Status>(
-        loop, TlsHandshake(loop, fd, session->get(), where),
-        std::max(left, Duration(std::chrono::milliseconds(1))));
-    if (!shaken) {
-      co_return absl::UnavailableError(absl::StrCat("TLS handshake with ", where,
-                                                    " timed out after ",
-                                                    Ms(options.connect_timeout)));
-    }
-    if (!shaken->ok()) co_return *shaken;
-    tls = std::move(*session);
-  }
+  absl::StatusOr<std::unique_ptr<TlsSession>> tls =
+      co_await Handshake(loop, fd, options, dialled, where, start);
+  if (!tls.ok()) co_return tls.status();
   guard.fd = -1;  // Adopt owns it from here, even when it fails
   absl::StatusOr<std::shared_ptr<Http2Connection>> adopted =
-      Adopt(loop, fd, address, std::move(options), std::move(tls));
+      Adopt(loop, fd, address, std::move(options), std::move(*tls));
   if (!adopted.ok()) co_return adopted.status();
   std::shared_ptr<Http2Connection> conn = std::move(*adopted);
 

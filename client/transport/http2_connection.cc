@@ -451,6 +451,19 @@ absl::Status Http2Connection::CheckAcceptingCall(std::string_view path) const {
   return absl::OkStatus();
 }
 
+std::unique_ptr<Call> Http2Connection::NewCall(const CallOptions& options) {
+  // The smaller of the connection's and the call's limits.
+  const uint32_t max_receive =
+      std::min(options_.max_receive_message_size,
+               options.max_receive_message_size.value_or(UINT32_MAX));
+  std::optional<uint32_t> max_send = options_.max_send_message_size;
+  if (options.max_send_message_size) {
+    max_send = std::min(max_send.value_or(UINT32_MAX), *options.max_send_message_size);
+  }
+  return std::unique_ptr<Call>(new Call(shared_from_this(), max_receive, max_send,
+                                        options.compression, options.compression_level));
+}
+
 absl::StatusOr<std::unique_ptr<Call>> Http2Connection::StartCall(CallOptions options) {
   if (absl::Status s = CheckAcceptingCall(options.path); !s.ok()) return s;
   if (absl::Status s = ValidateMetadata(options.metadata); !s.ok()) return s;
@@ -499,16 +512,7 @@ absl::StatusOr<std::unique_ptr<Call>> Http2Connection::StartCall(CallOptions opt
     }
   }
 
-  // The smaller of the connection's and the call's limits.
-  const uint32_t max_receive =
-      std::min(options_.max_receive_message_size,
-               options.max_receive_message_size.value_or(UINT32_MAX));
-  std::optional<uint32_t> max_send = options_.max_send_message_size;
-  if (options.max_send_message_size) {
-    max_send = std::min(max_send.value_or(UINT32_MAX), *options.max_send_message_size);
-  }
-  std::unique_ptr<Call> call(new Call(shared_from_this(), max_receive, max_send,
-                                      options.compression, options.compression_level));
+  std::unique_ptr<Call> call = NewCall(options);
   nghttp2_data_provider provider;
   provider.source.ptr = call.get();
   provider.read_callback = Callbacks::ReadData;

@@ -188,6 +188,9 @@ class Http2Connection : public std::enable_shared_from_this<Http2Connection> {
   // OK if a new stream may start on `path` now: open, not draining, under
   // the stream limit, a well-formed path.
   absl::Status CheckAcceptingCall(std::string_view path) const;
+  // A call on this connection with the smaller of its and the options'
+  // message limits (StartCall's; not yet submitted).
+  std::unique_ptr<Call> NewCall(const CallOptions& options);
   void Start();  // the reader and the writer
   // Feeds bytes from the server to nghttp2; not OK: close with it.
   absl::Status Ingest(const uint8_t* data, size_t n);
@@ -195,6 +198,11 @@ class Http2Connection : public std::enable_shared_from_this<Http2Connection> {
   // The CONNECT request and the proxy's answer, up to the end of its
   // header (nothing after it is read: the server's first bytes stay in the
   // socket for TLS or HTTP/2).
+  // After the dial: the proxy's CONNECT tunnel, then the TLS handshake
+  // (the session; null without TLS), within the connect timeout.
+  static Task<absl::StatusOr<std::unique_ptr<TlsSession>>> Handshake(
+      EventLoop& loop, int fd, const ConnectionOptions& options, const std::string& dialled,
+      const std::string& where, TimePoint start);
   static Task<absl::Status> HttpConnect(EventLoop& loop, int fd, const ConnectionOptions& options,
                                         std::string where);
   static Task<absl::Status> TlsHandshake(EventLoop& loop, int fd, TlsSession* tls,
