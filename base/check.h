@@ -13,12 +13,12 @@
   do {                       \
   } while (false && (cond))
 #else
-#define RINGRPC_DCHECK(cond)                                                               \
-  do {                                                                                     \
-    if (!(cond)) {                                                                         \
+#define RINGRPC_DCHECK(cond)                                                                 \
+  do {                                                                                       \
+    if (!(cond)) {                                                                           \
       std::fprintf(stderr, "%s:%d: RINGRPC_DCHECK failed: %s\n", __FILE__, __LINE__, #cond); \
-      std::abort();                                                                        \
-    }                                                                                      \
+      std::abort();                                                                          \
+    }                                                                                        \
   } while (false)
 #endif
 

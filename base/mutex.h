@@ -2,7 +2,7 @@
 //
 // libstdc++'s std::mutex carries no capability annotations, so
 // ABSL_GUARDED_BY on it is not checked; absl::Mutex is annotated but
-// Debian's Abseil is not built for TSAN (see ../shared/BUILDING.md), which
+// Debian's Abseil is not built for TSAN (decision 0006), which
 // then reports false races. This wrapper is both: checked by Clang's
 // -Wthread-safety (the clang build in tools/test.sh), and seen by TSAN
 // through pthread. Every lock in ringrpc is one of these.

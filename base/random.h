@@ -30,8 +30,8 @@ inline uint64_t NextRandom(uint64_t& state) { return Mix64(state += 0x9e3779b97f
 // A seed no two calls share in a process: the clock and a counter, mixed.
 inline uint64_t RandomSeed() {
   static std::atomic<uint64_t> counter{0};
-  const uint64_t now = static_cast<uint64_t>(
-      std::chrono::steady_clock::now().time_since_epoch().count());
+  const uint64_t now =
+      static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
   return Mix64(now ^ Mix64(counter.fetch_add(1, std::memory_order_relaxed) + 1));
 }
 

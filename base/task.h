@@ -103,11 +103,7 @@ class [[nodiscard]] Task {
   Handle handle() const { return h_; }
 
   // Result of a finished task. Only valid once done().
-  auto& result()
-    requires(!std::is_void_v<T>)
-  {
-    return *h_.promise().value;
-  }
+  auto& result() requires(!std::is_void_v<T>) { return *h_.promise().value; }
 
   auto operator co_await() && noexcept {
     struct Awaiter {

@@ -33,9 +33,7 @@ void* __libc_memalign(size_t alignment, size_t size);
 void __libc_free(void* p);
 
 namespace {
-inline void Count() {
-  ringrpc::bench::allocations.fetch_add(1, std::memory_order_relaxed);
-}
+inline void Count() { ringrpc::bench::allocations.fetch_add(1, std::memory_order_relaxed); }
 }  // namespace
 
 void* malloc(size_t size) {

@@ -34,13 +34,13 @@
 // clients' channels get it)
 #include <arpa/inet.h>
 #include <grpcpp/grpcpp.h>
+#include <linux/perf_event.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sched.h>
-#include <linux/perf_event.h>
 #include <sys/resource.h>
-#include <sys/syscall.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -168,8 +168,7 @@ struct Usage {
   static Usage Now() {
     rusage u;
     getrusage(RUSAGE_SELF, &u);
-    return {u.ru_utime.tv_sec + u.ru_stime.tv_sec +
-                (u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6,
+    return {u.ru_utime.tv_sec + u.ru_stime.tv_sec + (u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6,
             u.ru_nvcsw + u.ru_nivcsw, ringrpc::bench::AllocationCount(),
             SyscallCounter::Get().Read()};
   }
@@ -181,7 +180,7 @@ struct Result {
   std::string first_error;
   double wall_s = 0, cpu_s = 0;
   long csw = 0;
-  uint64_t allocs = 0;  // heap allocations by the whole process
+  uint64_t allocs = 0;   // heap allocations by the whole process
   int64_t syscalls = 0;  // -1 once a measurement had none
   uint64_t calls() const { return latency_ns.size(); }
   void Add(const Result& o) {
@@ -234,8 +233,7 @@ EchoRequest Request(const Options& o, int size) {
 
 // ---- ringrpc -----------------------------------------------------------------
 
-ringrpc::Task<void> RingUnary(RingStub* stub, const EchoRequest* req, Slot* slot,
-                                    Phase* phase) {
+ringrpc::Task<void> RingUnary(RingStub* stub, const EchoRequest* req, Slot* slot, Phase* phase) {
   EchoResponse resp;
   while (!phase->stop.load(std::memory_order_relaxed)) {
     ringrpc::ClientContext ctx;
@@ -246,8 +244,7 @@ ringrpc::Task<void> RingUnary(RingStub* stub, const EchoRequest* req, Slot* slot
   phase->SlotDone();
 }
 
-ringrpc::Task<void> RingBidi(RingStub* stub, const EchoRequest* req, Slot* slot,
-                                   Phase* phase) {
+ringrpc::Task<void> RingBidi(RingStub* stub, const EchoRequest* req, Slot* slot, Phase* phase) {
   ringrpc::ClientContext ctx;
   ringrpc::Status open;
   auto call = co_await stub->co_Bidi(&ctx, &open);
@@ -273,8 +270,8 @@ ringrpc::Task<void> RingBidi(RingStub* stub, const EchoRequest* req, Slot* slot,
 
 // One server stream: every message received is recorded (its latency the
 // gap since the previous one); at the end the stream is cancelled.
-ringrpc::Task<void> RingStream(RingStub* stub, ringrpc::ClientContext* ctx,
-                               const EchoRequest* req, Slot* slot, Phase* phase) {
+ringrpc::Task<void> RingStream(RingStub* stub, ringrpc::ClientContext* ctx, const EchoRequest* req,
+                               Slot* slot, Phase* phase) {
   ringrpc::Status open;
   auto call = co_await stub->co_ServerStream(ctx, &open);
   if (call == nullptr) {
@@ -601,7 +598,8 @@ void Pin(int cpu) {
 bool FullIo(int fd, char* buf, size_t n, bool write) {
   size_t off = 0;
   while (off < n) {
-    ssize_t k = write ? ::send(fd, buf + off, n - off, MSG_NOSIGNAL) : ::recv(fd, buf + off, n - off, 0);
+    ssize_t k =
+        write ? ::send(fd, buf + off, n - off, MSG_NOSIGNAL) : ::recv(fd, buf + off, n - off, 0);
     if (k <= 0) return false;
     off += k;
   }
@@ -694,30 +692,41 @@ int main(int argc, char** argv) {
       size_t n = std::strlen(name);
       return std::strncmp(a, name, n) == 0 ? a + n : nullptr;
     };
-    if (const char* v = flag("--type=")) o.type = v;
-    else if (const char* v = flag("--concurrency=")) o.concurrency = Ints(v);
-    else if (const char* v = flag("--sizes=")) o.sizes = Ints(v);
-    else if (const char* v = flag("--threads=")) o.threads = std::atoi(v);
-    else if (const char* v = flag("--duration=")) o.duration = std::atof(v);
-    else if (const char* v = flag("--warmup=")) o.warmup = std::atof(v);
-    else if (const char* v = flag("--rounds=")) o.rounds = std::atoi(v);
-    else if (const char* v = flag("--server_cpu=")) o.server_cpu = std::atoi(v);
-    else if (const char* v = flag("--client_cpu=")) o.client_cpu = std::atoi(v);
-    else if (const char* v = flag("--clients=")) o.clients = absl::StrSplit(v, ',');
-    else if (std::strcmp(a, "--json_only") == 0) o.json_only = true;
-    else if (const char* v = flag("--service_config=")) o.service_config = v;
+    if (const char* v = flag("--type="))
+      o.type = v;
+    else if (const char* v = flag("--concurrency="))
+      o.concurrency = Ints(v);
+    else if (const char* v = flag("--sizes="))
+      o.sizes = Ints(v);
+    else if (const char* v = flag("--threads="))
+      o.threads = std::atoi(v);
+    else if (const char* v = flag("--duration="))
+      o.duration = std::atof(v);
+    else if (const char* v = flag("--warmup="))
+      o.warmup = std::atof(v);
+    else if (const char* v = flag("--rounds="))
+      o.rounds = std::atoi(v);
+    else if (const char* v = flag("--server_cpu="))
+      o.server_cpu = std::atoi(v);
+    else if (const char* v = flag("--client_cpu="))
+      o.client_cpu = std::atoi(v);
+    else if (const char* v = flag("--clients="))
+      o.clients = absl::StrSplit(v, ',');
+    else if (std::strcmp(a, "--json_only") == 0)
+      o.json_only = true;
+    else if (const char* v = flag("--service_config="))
+      o.service_config = v;
     else if (const char* v = flag("--ringrpc_arg=")) {
       std::pair<std::string, std::string> kv = absl::StrSplit(v, absl::MaxSplits('=', 1));
       o.ringrpc_args.emplace_back(kv.first, std::atoi(kv.second.c_str()));
-    }
-    else {
-      std::fprintf(stderr, "loadgen: unknown flag %s (see the comment at the top of bench/loadgen.cc)\n", a);
+    } else {
+      std::fprintf(
+          stderr, "loadgen: unknown flag %s (see the comment at the top of bench/loadgen.cc)\n", a);
       return 2;
     }
   }
   if ((o.type != "unary" && o.type != "bidi" && o.type != "stream") || o.threads < 1 ||
-      o.rounds < 1 ||
-      o.duration <= 0 || o.concurrency.empty() || o.sizes.empty()) {
+      o.rounds < 1 || o.duration <= 0 || o.concurrency.empty() || o.sizes.empty()) {
     std::fprintf(stderr,
                  "loadgen: bad options (--type=unary|bidi|stream, --threads>=1, --rounds>=1)\n");
     return 2;
@@ -730,14 +739,14 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "loadgen: %s\n", server.status().ToString().c_str());
     return 1;
   }
-  Pin(o.client_cpu);  // before any client thread exists: they all inherit it
+  Pin(o.client_cpu);             // before any client thread exists: they all inherit it
   SyscallCounter::Get().Open();  // likewise (and after the server's fork)
   const std::string target = (*server)->address();
   if (!o.json_only) {
-    std::printf("loadgen: %s calls, %d client thread(s), %d round(s) of %.1f s (+%.1f s warm-up), "
-                "server CPU %d, client CPU %d\n",
-                o.type.c_str(), o.threads, o.rounds, o.duration, o.warmup, o.server_cpu,
-                o.client_cpu);
+    std::printf(
+        "loadgen: %s calls, %d client thread(s), %d round(s) of %.1f s (+%.1f s warm-up), "
+        "server CPU %d, client CPU %d\n",
+        o.type.c_str(), o.threads, o.rounds, o.duration, o.warmup, o.server_cpu, o.client_cpu);
   }
   bool all_ok = true;
   for (int size : o.sizes) {
@@ -746,22 +755,23 @@ int main(int argc, char** argv) {
       for (int round = 0; round < o.rounds; ++round) {
         for (const std::string& client : o.clients) {
           Result r;
-          if (client == "ringrpc") r = RunRingrpc(o, client, target, c, size);
+          if (client == "ringrpc")
+            r = RunRingrpc(o, client, target, c, size);
           else if (client == "ringrpc_cb" || client == "ringrpc_sync") {
             if (o.type != "unary") continue;
             r = RunRingrpc(o, client, target, c, size);
-          }
-          else if (client == "grpc1") r = RunGrpc(o, target, c, size, 1);
-          else if (client == "grpcK") r = RunGrpc(o, target, c, size, o.threads);
+          } else if (client == "grpc1")
+            r = RunGrpc(o, target, c, size, 1);
+          else if (client == "grpcK")
+            r = RunGrpc(o, target, c, size, o.threads);
           else if (client == "transport") {
             if (o.type != "unary") continue;
             r = RunTransport(o, target, c, size);
-          }
-          else if (client == "tcp") {
+          } else if (client == "tcp") {
             if (o.type == "stream") continue;
             r = RunTcp(o, size);
-          }
-          else continue;
+          } else
+            continue;
           rows[client].client = client;
           rows[client].size = size;
           rows[client].directions = o.type == "stream" ? 1 : 2;
@@ -774,8 +784,8 @@ int main(int argc, char** argv) {
         std::printf("%-12s %10s %9s %9s %9s %9s %12s %9s %12s %10s %9s %10s %7s\n", "client",
                     o.type == "stream" ? "msgs/s" : "calls/s", "p50 us", "p90 us", "p99 us",
                     "p99.9 us", "cpu us/call", "csw/call",
-                    ringrpc::bench::Counting() ? "allocs/call" : "(no allocs)", "sysc/call",
-                    "MB/s", "cpu us/MB", "errors");
+                    ringrpc::bench::Counting() ? "allocs/call" : "(no allocs)", "sysc/call", "MB/s",
+                    "cpu us/MB", "errors");
       }
       for (const std::string& client : o.clients) {
         if (!rows.count(client)) continue;
@@ -786,22 +796,22 @@ int main(int argc, char** argv) {
                             : client == "tcp"   ? "tcp floor"
                                                 : client;
         if (!o.json_only) {
-          std::printf("%-12s %10.0f %9.1f %9.1f %9.1f %9.1f %12.1f %9.2f %12.1f %10s %9.1f %10.1f "
-                      "%7llu\n",
-                      label.c_str(), row.qps(), p50, p90, p99, p999, row.cpu_us(), row.csw(),
-                      row.allocs(),
-                      row.syscalls() < 0 ? "n/a" : absl::StrFormat("%.2f", row.syscalls()).c_str(),
-                      row.mb_s(), row.cpu_us_per_mb(), (unsigned long long)row.r.errors);
+          std::printf(
+              "%-12s %10.0f %9.1f %9.1f %9.1f %9.1f %12.1f %9.2f %12.1f %10s %9.1f %10.1f "
+              "%7llu\n",
+              label.c_str(), row.qps(), p50, p90, p99, p999, row.cpu_us(), row.csw(), row.allocs(),
+              row.syscalls() < 0 ? "n/a" : absl::StrFormat("%.2f", row.syscalls()).c_str(),
+              row.mb_s(), row.cpu_us_per_mb(), (unsigned long long)row.r.errors);
         }
-        std::printf("JSON {\"type\":\"%s\",\"concurrency\":%d,\"size\":%d,\"threads\":%d,"
-                    "\"client\":\"%s\",\"calls\":%llu,\"qps\":%.1f,\"p50_us\":%.2f,"
-                    "\"p90_us\":%.2f,\"p99_us\":%.2f,\"p999_us\":%.2f,\"cpu_us_per_call\":%.2f,"
-                    "\"csw_per_call\":%.3f,\"allocs_per_call\":%.2f,\"syscalls_per_call\":%.3f,"
-                    "\"mb_per_s\":%.2f,\"cpu_us_per_mb\":%.2f,\"errors\":%llu}\n",
-                    o.type.c_str(), c, size, o.threads, client.c_str(),
-                    (unsigned long long)row.r.calls(), row.qps(), p50, p90, p99, p999,
-                    row.cpu_us(), row.csw(), row.allocs(), row.syscalls(), row.mb_s(),
-                    row.cpu_us_per_mb(), (unsigned long long)row.r.errors);
+        std::printf(
+            "JSON {\"type\":\"%s\",\"concurrency\":%d,\"size\":%d,\"threads\":%d,"
+            "\"client\":\"%s\",\"calls\":%llu,\"qps\":%.1f,\"p50_us\":%.2f,"
+            "\"p90_us\":%.2f,\"p99_us\":%.2f,\"p999_us\":%.2f,\"cpu_us_per_call\":%.2f,"
+            "\"csw_per_call\":%.3f,\"allocs_per_call\":%.2f,\"syscalls_per_call\":%.3f,"
+            "\"mb_per_s\":%.2f,\"cpu_us_per_mb\":%.2f,\"errors\":%llu}\n",
+            o.type.c_str(), c, size, o.threads, client.c_str(), (unsigned long long)row.r.calls(),
+            row.qps(), p50, p90, p99, p999, row.cpu_us(), row.csw(), row.allocs(), row.syscalls(),
+            row.mb_s(), row.cpu_us_per_mb(), (unsigned long long)row.r.errors);
         if (row.r.errors > 0) {
           all_ok = false;
           std::fprintf(stderr, "%s: %llu errors, first: %s\n", label.c_str(),

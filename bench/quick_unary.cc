@@ -82,8 +82,8 @@ int main(int argc, char** argv) {
                           ringrpc::test::ringrpc::TestService::Stub* stub_for, int n) {
     std::promise<void> done;
     channel.Spawn([](ringrpc::test::ringrpc::TestService::Stub* stub,
-                         const ringrpc::test::EchoRequest& req, int n,
-                         std::promise<void>* done) -> ::ringrpc::Task<void> {
+                     const ringrpc::test::EchoRequest& req, int n,
+                     std::promise<void>* done) -> ::ringrpc::Task<void> {
       for (int i = 0; i < n; ++i) {
         ::ringrpc::ClientContext ctx;
         ringrpc::test::EchoResponse resp;
@@ -135,8 +135,8 @@ int main(int argc, char** argv) {
   }
   std::printf("unary, 10-byte payload, concurrency 1, %d calls each, %d alternating rounds\n",
               calls, rounds);
-  std::printf("%-22s %12s %14s %12s %12s\n", "client", "wall us/call", "client CPU us", "wall ratio",
-              "CPU ratio");
+  std::printf("%-22s %12s %14s %12s %12s\n", "client", "wall us/call", "client CPU us",
+              "wall ratio", "CPU ratio");
   auto row = [&](const char* name, Result r) {
     std::printf("%-22s %12.1f %14.1f %12.2f %12.2f\n", name, r.wall_us, r.cpu_us,
                 r.wall_us / c.wall_us, r.cpu_us / c.cpu_us);
@@ -147,10 +147,11 @@ int main(int argc, char** argv) {
   row("coroutine, no metrics", d);
   std::printf("call metrics cost (coroutine, on - off): %+.2f us CPU per call (%+.1f%%)\n",
               b.cpu_us - d.cpu_us, 100.0 * (b.cpu_us - d.cpu_us) / d.cpu_us);
-  std::printf("{\"calls\":%d,\"ringrpc_blocking_us\":%.2f,\"ringrpc_blocking_cpu_us\":%.2f,"
-              "\"ringrpc_coroutine_us\":%.2f,\"ringrpc_coroutine_cpu_us\":%.2f,"
-              "\"grpcpp_us\":%.2f,\"grpcpp_cpu_us\":%.2f,"
-              "\"ringrpc_coroutine_no_metrics_cpu_us\":%.2f}\n",
-              calls, a.wall_us, a.cpu_us, b.wall_us, b.cpu_us, c.wall_us, c.cpu_us, d.cpu_us);
+  std::printf(
+      "{\"calls\":%d,\"ringrpc_blocking_us\":%.2f,\"ringrpc_blocking_cpu_us\":%.2f,"
+      "\"ringrpc_coroutine_us\":%.2f,\"ringrpc_coroutine_cpu_us\":%.2f,"
+      "\"grpcpp_us\":%.2f,\"grpcpp_cpu_us\":%.2f,"
+      "\"ringrpc_coroutine_no_metrics_cpu_us\":%.2f}\n",
+      calls, a.wall_us, a.cpu_us, b.wall_us, b.cpu_us, c.wall_us, c.cpu_us, d.cpu_us);
   return 0;
 }

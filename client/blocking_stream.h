@@ -17,13 +17,13 @@
 #ifndef RINGRPC_CLIENT_BLOCKING_STREAM_H_
 #define RINGRPC_CLIENT_BLOCKING_STREAM_H_
 
+#include <google/protobuf/message_lite.h>
+
 #include <functional>
 #include <future>
 #include <memory>
 #include <optional>
 #include <string>
-
-#include <google/protobuf/message_lite.h>
 
 #include "base/task.h"
 #include "client/channel.h"
@@ -141,8 +141,7 @@ class BlockingCallBase {
   // Runs `make()` on the call's CQ thread and waits for it.
   void Run(std::function<Task<void>()> make) {
     std::promise<void> done;
-    call_->Run([](std::function<Task<void>()> make,
-                  std::promise<void>* done) -> Task<void> {
+    call_->Run([](std::function<Task<void>()> make, std::promise<void>* done) -> Task<void> {
       co_await make();
       done->set_value();
     }(std::move(make), &done));

@@ -63,7 +63,8 @@ class Composite final : public CallCredentials {
 
 class CompositeChannel final : public ChannelCredentials {
  public:
-  CompositeChannel(std::shared_ptr<ChannelCredentials> channel, std::shared_ptr<CallCredentials> call)
+  CompositeChannel(std::shared_ptr<ChannelCredentials> channel,
+                   std::shared_ptr<CallCredentials> call)
       : channel_(std::move(channel)), call_(std::move(call)) {}
   bool secure() const override { return channel_->secure(); }
   const SslCredentialsOptions* ssl_options() const override { return channel_->ssl_options(); }
@@ -127,9 +128,9 @@ class CredentialsThreads {
       {
         MutexLock lock(&mu_);
         ++idle_;
-        const bool got = cv_.WaitUntil(
-            &mu_, std::chrono::steady_clock::now() + std::chrono::seconds(30),
-            [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !jobs_.empty(); });
+        const bool got =
+            cv_.WaitUntil(&mu_, std::chrono::steady_clock::now() + std::chrono::seconds(30),
+                          [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !jobs_.empty(); });
         --idle_;
         if (!got) return;
         job = std::move(jobs_.front());

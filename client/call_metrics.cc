@@ -14,9 +14,9 @@ constexpr std::array<double, 40> kLatency = {
     0.005,   0.006,   0.008,  0.01,   0.013,  0.016,  0.02,  0.025, 0.03,  0.04,
     0.05,    0.065,   0.08,   0.1,    0.13,   0.16,   0.2,   0.25,  0.3,   0.4,
     0.5,     0.65,    0.8,    1,      2,      5,      10,    20,    50,    100};
-constexpr std::array<double, 13> kSize = {
-    1024,     2048,      4096,      16384,      65536,      262144,     1048576,
-    4194304,  16777216,  67108864,  268435456,  1073741824, 4294967296};
+constexpr std::array<double, 13> kSize = {1024,      2048,       4096,      16384,    65536,
+                                          262144,    1048576,    4194304,   16777216, 67108864,
+                                          268435456, 1073741824, 4294967296};
 
 // Label values are quoted strings: backslash, quote and newline escaped.
 std::string Escaped(std::string_view v) {
@@ -47,8 +47,8 @@ void AppendHistogram(std::string* out, const char* name, const std::string& labe
   uint64_t cumulative = 0;
   for (size_t i = 0; i < h.bounds.size(); ++i) {
     cumulative += i < h.counts.size() ? h.counts[i] : 0;
-    absl::StrAppend(out, name, "_bucket{", labels, ",le=\"", Number(h.bounds[i]), "\"} ", cumulative,
-                    "\n");
+    absl::StrAppend(out, name, "_bucket{", labels, ",le=\"", Number(h.bounds[i]), "\"} ",
+                    cumulative, "\n");
   }
   absl::StrAppend(out, name, "_bucket{", labels, ",le=\"+Inf\"} ", h.count, "\n");
   absl::StrAppend(out, name, "_sum{", labels, "} ", Number(h.sum), "\n");

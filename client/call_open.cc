@@ -119,15 +119,14 @@ struct AttemptRecord {
   const TimePoint start = Clock::now();
 };
 
-
-
 namespace {
 
 // Why a call cannot open here at all: no context, a misconfigured
 // channel, or not on one of the channel's CQ threads.
 std::optional<Status> CannotOpen(const ChannelState& st, const ClientContext* ctx,
                                  const std::optional<size_t>& index) {
-  if (ctx == nullptr) return Status(StatusCode::INVALID_ARGUMENT, "the call's ClientContext is null");
+  if (ctx == nullptr)
+    return Status(StatusCode::INVALID_ARGUMENT, "the call's ClientContext is null");
   if (!st.config_error().ok()) return Status::FromAbsl(st.config_error());
   if (!index) {
     return Status(StatusCode::FAILED_PRECONDITION,
@@ -165,8 +164,8 @@ Started StartOnLease(Attempt& a, const StreamSettings& s, SubchannelLease& lease
                      absl::StatusOr<std::unique_ptr<transport::Call>>& call) {
   call = (*leased)->StartCall(
       {.path = s.method,
-       .deadline = a.deadline == TimePoint::max() ? std::nullopt
-                                                  : std::optional<TimePoint>(a.deadline),
+       .deadline =
+           a.deadline == TimePoint::max() ? std::nullopt : std::optional<TimePoint>(a.deadline),
        .metadata = s.md,
        .compression = s.compression,
        .compression_level = a.st.config().compression_level,
@@ -205,8 +204,8 @@ Attempt CallOpener::NewAttempt(ChannelState& st, size_t index, runtime::EventLoo
                  .ctx = ctx,
                  .deadline = plan != nullptr && plan->deadline ? *plan->deadline
                                                                : CallDeadline(loop, *ctx, mc),
-                 .wait_for_ready = asked_wait ? *asked_wait
-                                              : mc != nullptr && mc->wait_for_ready.value_or(false),
+                 .wait_for_ready =
+                     asked_wait ? *asked_wait : mc != nullptr && mc->wait_for_ready.value_or(false),
                  .cancel = CallAccess::cancel(*ctx),
                  .abandoned = plan != nullptr ? plan->abandoned : nullptr};
 }
@@ -236,9 +235,10 @@ bool CallOpener::NeedsPreparing(const ChannelState& st, const ClientContext& ctx
          CallAccess::credentials(ctx) != nullptr || st.config().interceptors != nullptr;
 }
 
-Task<std::unique_ptr<ClientCall>> CallOpener::Open(
-    std::shared_ptr<channel::ChannelState> self, const std::string& method, ClientContext* ctx,
-    Status* out, bool whole_call, const AttemptPlan* plan) {
+Task<std::unique_ptr<ClientCall>> CallOpener::Open(std::shared_ptr<channel::ChannelState> self,
+                                                   const std::string& method, ClientContext* ctx,
+                                                   Status* out, bool whole_call,
+                                                   const AttemptPlan* plan) {
   ChannelState& st = *self;
   // Recorded on a CQ thread with a context (the telemetry's rows are per
   // thread); a row the plan looked up already is reused.
@@ -329,8 +329,8 @@ std::unique_ptr<ClientCall> CallOpener::MakeCall(
   impl->lease = std::move(leased);
   impl->call = std::move(call);
   impl->interceptors = std::move(interceptors);
-  impl->alive = std::make_shared<ClientCall::Impl::CancelTarget>(ClientCall::Impl::CancelTarget{
-      impl->call.get(), &a.loop, impl->interceptors.get()});
+  impl->alive = std::make_shared<ClientCall::Impl::CancelTarget>(
+      ClientCall::Impl::CancelTarget{impl->call.get(), &a.loop, impl->interceptors.get()});
   if (active.lb_policy == channel::LbPolicy::kLeastRequest) {
     st.CallStarted(a.index, a.sc.get());
     impl->outstanding_counted = true;
@@ -345,12 +345,12 @@ std::unique_ptr<ClientCall> CallOpener::MakeCall(
     impl->replay = std::make_unique<ClientCall::Impl::Replay>(policy, active.throttle.get());
     ClientCall::Impl::Replay& r = *impl->replay;
     r.method = a.method;
-    r.plan = AttemptPlan{
-        .deadline = a.deadline == TimePoint::max() ? std::nullopt
-                                                   : std::optional<TimePoint>(a.deadline),
-        .config = &active,
-        .method_config_known = true,
-        .method_config = mc};
+    r.plan = AttemptPlan{.deadline = a.deadline == TimePoint::max()
+                                         ? std::nullopt
+                                         : std::optional<TimePoint>(a.deadline),
+                         .config = &active,
+                         .method_config_known = true,
+                         .method_config = mc};
     r.limit = st.config().per_rpc_retry_buffer_size;
     r.call_start = Clock::now();
   }

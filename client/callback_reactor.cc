@@ -57,9 +57,8 @@ class ReactorCore : public std::enable_shared_from_this<ReactorCore> {
       Apply(std::move(op));
       return;
     }
-    loop->Post([self = shared_from_this(), op = std::move(op)]() mutable {
-      self->Apply(std::move(op));
-    });
+    loop->Post(
+        [self = shared_from_this(), op = std::move(op)]() mutable { self->Apply(std::move(op)); });
   }
 
   // Any thread.
@@ -112,8 +111,8 @@ class ReactorCore : public std::enable_shared_from_this<ReactorCore> {
       final_ = status;
     } else {
       if (kind_ == ReactorKind::kServerStreaming || kind_ == ReactorKind::kUnary) {
-        writes_.push_back(Op{.kind = Kind::kWrite, .bytes = std::move(request_), .last = true,
-                             .report = false});
+        writes_.push_back(
+            Op{.kind = Kind::kWrite, .bytes = std::move(request_), .last = true, .report = false});
       }
       // Both counted before either starts: a call that has already ended
       // (a deadline in the past) finishes its Finisher synchronously, and
@@ -158,7 +157,8 @@ class ReactorCore : public std::enable_shared_from_this<ReactorCore> {
     ++running_;
     google::protobuf::MessageLite* out = reads_.front();
     reads_.pop_front();
-    run_loop_->Post([self = shared_from_this(), out] { self->run_loop_->Spawn(self->ReadOne(self, out)); });
+    run_loop_->Post(
+        [self = shared_from_this(), out] { self->run_loop_->Spawn(self->ReadOne(self, out)); });
   }
 
   void PumpWrites() {
@@ -169,8 +169,7 @@ class ReactorCore : public std::enable_shared_from_this<ReactorCore> {
     run_loop_->Post([self = shared_from_this()] { self->run_loop_->Spawn(self->WriteOne(self)); });
   }
 
-  Task<void> ReadOne(std::shared_ptr<ReactorCore> self,
-                           google::protobuf::MessageLite* out) {
+  Task<void> ReadOne(std::shared_ptr<ReactorCore> self, google::protobuf::MessageLite* out) {
     bool ok = false;
     if (call_ != nullptr) {
       std::optional<ByteBuffer> m = co_await call_->ReadBuffer();
@@ -308,8 +307,7 @@ void BindReactor(ClientReactorBase* reactor, std::shared_ptr<Channel> channel, s
 
 using Op = internal::ReactorCore::Op;
 
-ClientReactorBase::ClientReactorBase()
-    : core_(std::make_shared<internal::ReactorCore>(this)) {}
+ClientReactorBase::ClientReactorBase() : core_(std::make_shared<internal::ReactorCore>(this)) {}
 ClientReactorBase::~ClientReactorBase() = default;
 
 void ClientReactorBase::StartCall() { core_->StartCall(); }
@@ -325,14 +323,10 @@ void ClientReactorBase::StartReadBytes(google::protobuf::MessageLite* out) {
 }
 
 void ClientReactorBase::StartWriteBytes(std::string message, bool last, bool compress) {
-  core_->Submit(Op{.kind = Op::Kind::kWrite,
-                   .bytes = std::move(message),
-                   .last = last,
-                   .compress = compress});
+  core_->Submit(Op{
+      .kind = Op::Kind::kWrite, .bytes = std::move(message), .last = last, .compress = compress});
 }
 
-void ClientReactorBase::StartWritesDoneOp() {
-  core_->Submit(Op{.kind = Op::Kind::kWritesDone});
-}
+void ClientReactorBase::StartWritesDoneOp() { core_->Submit(Op{.kind = Op::Kind::kWritesDone}); }
 
 }  // namespace ringrpc

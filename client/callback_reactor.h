@@ -29,10 +29,10 @@
 #ifndef RINGRPC_CLIENT_CALLBACK_REACTOR_H_
 #define RINGRPC_CLIENT_CALLBACK_REACTOR_H_
 
+#include <google/protobuf/message_lite.h>
+
 #include <memory>
 #include <string>
-
-#include <google/protobuf/message_lite.h>
 
 #include "client/channel.h"
 #include "client/client_context.h"
@@ -48,9 +48,9 @@ enum class ReactorKind { kUnary, kServerStreaming, kClientStreaming, kBidi };
 // What generated stubs call: ties `reactor` to a call of `method` on
 // `channel`. `request`: the unary or server-streaming request; `response`:
 // where a unary or client-streaming call's single response goes.
-void BindReactor(ClientReactorBase* reactor, std::shared_ptr<Channel> channel,
-                 std::string method, ClientContext* context, ReactorKind kind,
-                 std::string request = "", google::protobuf::MessageLite* response = nullptr);
+void BindReactor(ClientReactorBase* reactor, std::shared_ptr<Channel> channel, std::string method,
+                 ClientContext* context, ReactorKind kind, std::string request = "",
+                 google::protobuf::MessageLite* response = nullptr);
 }  // namespace internal
 
 class ClientReactorBase {

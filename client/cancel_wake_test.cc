@@ -58,7 +58,7 @@ TEST(CancelWake, ACancelPostedBeforeTheWaitEndedDoesNotReachItAfter) {
   {
     CancelWake wake(cancel, *loop, [&] { ++interrupts; });
     held = TakeAndPostCancel(*cancel);  // TryCancel's thread still holds it...
-  }  // ...when the wait ends another way (its deadline) and goes
+  }                                     // ...when the wait ends another way (its deadline) and goes
   for (int i = 0; i < 20; ++i) loop->RunOnce(milliseconds(1));
   EXPECT_EQ(interrupts, 0) << "the interrupt ran after its wait was gone";
   EXPECT_NE(held, nullptr);

@@ -4,8 +4,6 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "client/interceptor.h"
-
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
@@ -24,6 +22,7 @@
 #include "client/channel/static_resolver.h"
 #include "client/channel/subchannel.h"
 #include "client/channel/target.h"
+#include "client/interceptor.h"
 #include "client/internal/call_opener.h"
 #include "client/runtime/cq_threads.h"
 #include "client/runtime/loop_event.h"
@@ -69,13 +68,13 @@ absl::Status ApplyCredentials(const ChannelCredentials* creds, channel::ChannelC
   if (ssl == nullptr) {
     return absl::UnimplementedError("secure credentials other than SslCredentials()");
   }
-  std::string name = config.ssl_target_name_override.value_or(
-      AuthorityHost(config.connection.authority));
-  absl::StatusOr<std::shared_ptr<const transport::TlsConfig>> tls = transport::MakeTlsConfig(
-      {.root_certs = ssl->pem_root_certs,
-       .private_key = ssl->pem_private_key,
-       .cert_chain = ssl->pem_cert_chain},
-      std::move(name));
+  std::string name =
+      config.ssl_target_name_override.value_or(AuthorityHost(config.connection.authority));
+  absl::StatusOr<std::shared_ptr<const transport::TlsConfig>> tls =
+      transport::MakeTlsConfig({.root_certs = ssl->pem_root_certs,
+                                .private_key = ssl->pem_private_key,
+                                .cert_chain = ssl->pem_cert_chain},
+                               std::move(name));
   if (!tls.ok()) return tls.status();
   config.connection.tls = *tls;
   config.connection.scheme = "https";
@@ -115,7 +114,7 @@ Status Channel::resolver_service_config_status() const {
 }
 
 Task<std::unique_ptr<ClientCall>> Channel::Open(std::string method, ClientContext* ctx,
-                                                      Status* status) {
+                                                Status* status) {
   return internal::CallOpener::OpenHolding(state_, std::move(method), ctx, status);
 }
 
@@ -131,7 +130,6 @@ Task<Status> Channel::Unary(std::string method, ClientContext* ctx, std::string 
                                      {.buf = response});
 }
 
-
 void Channel::Spawn(Task<void> task) {
   if (!state_->cq()) return;  // the CQ threads could not start: nothing can run
   state_->Spawn(std::move(task));
@@ -145,8 +143,8 @@ Status Channel::SpawnOn(size_t cq_thread, Task<void> task) {
   }
   if (cq_thread >= state_->cq()->size()) {
     return Status(StatusCode::INVALID_ARGUMENT,
-                  absl::StrCat("SpawnOn: CQ thread ", cq_thread, " does not exist (the channel has ",
-                               state_->cq()->size(), ")"));
+                  absl::StrCat("SpawnOn: CQ thread ", cq_thread,
+                               " does not exist (the channel has ", state_->cq()->size(), ")"));
   }
   state_->SpawnOn(cq_thread, std::move(task));
   return Status::OK;
@@ -245,20 +243,20 @@ Status Channel::BlockingUnaryCall(std::string method, ClientContext* ctx,
   return BlockingUnaryCall(std::move(method), ctx, std::string(request), response);
 }
 
-Status Channel::BlockingUnaryCall(std::string method, ClientContext* ctx,
-                                  std::string&& request, std::string* response) {
+Status Channel::BlockingUnaryCall(std::string method, ClientContext* ctx, std::string&& request,
+                                  std::string* response) {
   return BlockingUnaryCall(std::move(method), ctx, std::move(request),
                            internal::ResponseSink{.str = response});
 }
 
-Status Channel::BlockingUnaryCall(std::string method, ClientContext* ctx,
-                                  std::string&& request, ByteBuffer* response) {
+Status Channel::BlockingUnaryCall(std::string method, ClientContext* ctx, std::string&& request,
+                                  ByteBuffer* response) {
   return BlockingUnaryCall(std::move(method), ctx, std::move(request),
                            internal::ResponseSink{.buf = response});
 }
 
-Status Channel::BlockingUnaryCall(std::string method, ClientContext* ctx,
-                                  std::string&& request, internal::ResponseSink response) {
+Status Channel::BlockingUnaryCall(std::string method, ClientContext* ctx, std::string&& request,
+                                  internal::ResponseSink response) {
   if (!state_->config_error().ok()) return Status::FromAbsl(state_->config_error());
   if (state_->CurrentIndex()) {
     return Status(StatusCode::FAILED_PRECONDITION,
@@ -274,23 +272,32 @@ Status Channel::BlockingUnaryCall(std::string method, ClientContext* ctx,
 
 static channel::ConnectivityState Internal(ConnectivityState s) {
   switch (s) {
-    case ConnectivityState::IDLE: return channel::ConnectivityState::kIdle;
-    case ConnectivityState::CONNECTING: return channel::ConnectivityState::kConnecting;
-    case ConnectivityState::READY: return channel::ConnectivityState::kReady;
-    case ConnectivityState::TRANSIENT_FAILURE: return channel::ConnectivityState::kTransientFailure;
-    case ConnectivityState::SHUTDOWN: return channel::ConnectivityState::kShutdown;
+    case ConnectivityState::IDLE:
+      return channel::ConnectivityState::kIdle;
+    case ConnectivityState::CONNECTING:
+      return channel::ConnectivityState::kConnecting;
+    case ConnectivityState::READY:
+      return channel::ConnectivityState::kReady;
+    case ConnectivityState::TRANSIENT_FAILURE:
+      return channel::ConnectivityState::kTransientFailure;
+    case ConnectivityState::SHUTDOWN:
+      return channel::ConnectivityState::kShutdown;
   }
   return channel::ConnectivityState::kShutdown;
 }
 
 static ConnectivityState Public(channel::ConnectivityState s) {
   switch (s) {
-    case channel::ConnectivityState::kIdle: return ConnectivityState::IDLE;
-    case channel::ConnectivityState::kConnecting: return ConnectivityState::CONNECTING;
-    case channel::ConnectivityState::kReady: return ConnectivityState::READY;
+    case channel::ConnectivityState::kIdle:
+      return ConnectivityState::IDLE;
+    case channel::ConnectivityState::kConnecting:
+      return ConnectivityState::CONNECTING;
+    case channel::ConnectivityState::kReady:
+      return ConnectivityState::READY;
     case channel::ConnectivityState::kTransientFailure:
       return ConnectivityState::TRANSIENT_FAILURE;
-    case channel::ConnectivityState::kShutdown: return ConnectivityState::SHUTDOWN;
+    case channel::ConnectivityState::kShutdown:
+      return ConnectivityState::SHUTDOWN;
   }
   return ConnectivityState::SHUTDOWN;
 }
@@ -339,31 +346,32 @@ bool Channel::WaitForConnected(std::chrono::system_clock::time_point deadline) {
     // The wait for a lease ends with the caller's deadline: the task holds
     // the channel, and must not outlive the caller's interest in it.
     const TimePoint until = channel::ToLoopTime(deadline, Clock::now());  // saturating
-    const Duration left = until == TimePoint::max() ? Duration(std::chrono::hours(24 * 365))
-                                                    : until - Clock::now() + std::chrono::milliseconds(1);
-    state_->SpawnForBlocking(
-        [](std::shared_ptr<channel::ChannelState> st, std::shared_ptr<std::promise<bool>> connected,
-           Duration left) -> Task<void> {
-          bool ok = false;
-          if (std::optional<size_t> i = st->CurrentIndex()) {
-            if (std::shared_ptr<channel::Subchannel> sc = st->Pick(*i)) {
-              absl::StatusOr<channel::SubchannelLease> lease = sc->pool.TryAcquire();
-              if (!lease.ok() && sc->record->CheckBackoff(Clock::now()).ok()) {
-                auto acquire = [](channel::SubchannelPool p)
-                    -> Task<absl::StatusOr<channel::SubchannelLease>> {
-                  co_return co_await p.Acquire();
-                };
-                std::optional<absl::StatusOr<channel::SubchannelLease>> waited =
-                    co_await runtime::WithTimeout<absl::StatusOr<channel::SubchannelLease>>(
-                        st->cq()->loop(*i), acquire(sc->pool), left);
-                ok = waited && waited->ok();
-              } else {
-                ok = lease.ok();
-              }
-            }
+    const Duration left = until == TimePoint::max()
+                              ? Duration(std::chrono::hours(24 * 365))
+                              : until - Clock::now() + std::chrono::milliseconds(1);
+    state_->SpawnForBlocking([](std::shared_ptr<channel::ChannelState> st,
+                                std::shared_ptr<std::promise<bool>> connected,
+                                Duration left) -> Task<void> {
+      bool ok = false;
+      if (std::optional<size_t> i = st->CurrentIndex()) {
+        if (std::shared_ptr<channel::Subchannel> sc = st->Pick(*i)) {
+          absl::StatusOr<channel::SubchannelLease> lease = sc->pool.TryAcquire();
+          if (!lease.ok() && sc->record->CheckBackoff(Clock::now()).ok()) {
+            auto acquire =
+                [](channel::SubchannelPool p) -> Task<absl::StatusOr<channel::SubchannelLease>> {
+              co_return co_await p.Acquire();
+            };
+            std::optional<absl::StatusOr<channel::SubchannelLease>> waited =
+                co_await runtime::WithTimeout<absl::StatusOr<channel::SubchannelLease>>(
+                    st->cq()->loop(*i), acquire(sc->pool), left);
+            ok = waited && waited->ok();
+          } else {
+            ok = lease.ok();
           }
-          connected->set_value(ok);
-        }(state_, connected, left));
+        }
+      }
+      connected->set_value(ok);
+    }(state_, connected, left));
     if (result.wait_until(deadline) == std::future_status::ready && result.get()) return true;
     // Asked again every 50 ms: before the resolver's first answer there is
     // nothing to connect yet, and while the address backs off a dial fails.
@@ -409,8 +417,7 @@ std::string Channel::MetricsText() const {
                   "# TYPE ringrpc_connections_retired_total counter\n");
   for (auto& [address, m] : rows) {
     for (size_t i = 1; i < pool::kRetireReasonCount; ++i) {
-      absl::StrAppend(&out, "ringrpc_connections_retired_total{address=\"", address,
-                      "\",reason=\"",
+      absl::StrAppend(&out, "ringrpc_connections_retired_total{address=\"", address, "\",reason=\"",
                       std::string(pool::RetireReasonName(static_cast<pool::RetireReason>(i))),
                       "\"} ", m.retired[i], "\n");
     }
@@ -512,7 +519,8 @@ std::shared_ptr<Channel> experimental::CreateCustomChannelWithInterceptors(
     ResolverFactory xds = FindResolverFactory("xds");
     if (!xds) {
       state->Fail(absl::InvalidArgumentError(absl::StrCat(
-          "target \"", target, "\": xds: targets need ringrpc's xDS resolver, which this program "
+          "target \"", target,
+          "\": xds: targets need ringrpc's xDS resolver, which this program "
           "does not link: link @ringrpc//client/xds:xds_resolver (Bazel only so far)")));
       return channel;
     }
@@ -526,8 +534,9 @@ std::shared_ptr<Channel> experimental::CreateCustomChannelWithInterceptors(
     // Through an HTTP CONNECT proxy: DNS finds the proxy, and each
     // connection asks it for a tunnel to the target's name (as grpc++).
     const channel::ChannelConfig& c = state->config();
-    absl::StatusOr<std::optional<channel::HttpProxy>> proxy = channel::ChooseHttpProxy(
-        c.http_proxy, c.enable_http_proxy, t->host, [](const char* name) { return std::getenv(name); });
+    absl::StatusOr<std::optional<channel::HttpProxy>> proxy =
+        channel::ChooseHttpProxy(c.http_proxy, c.enable_http_proxy, t->host,
+                                 [](const char* name) { return std::getenv(name); });
     if (!proxy.ok()) {
       state->Fail(proxy.status());
       return channel;

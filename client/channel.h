@@ -99,7 +99,7 @@ class Channel {
                       std::string* response, std::function<void(Status)> done);
   // On a CQ thread of this channel (from Spawn()ed work).
   Task<Status> Unary(std::string method, ClientContext* ctx, std::string request,
-                           std::string* response);
+                     std::string* response);
   // The same three with the response as received (a large one as slices
   // of the receive buffers, not copied): what the generated stubs parse.
   Status BlockingUnaryCall(std::string method, ClientContext* ctx, std::string&& request,
@@ -108,8 +108,7 @@ class Channel {
                       ByteBuffer* response, std::function<void(Status)> done);
   Task<Status> Unary(std::string method, ClientContext* ctx, std::string request,
                      ByteBuffer* response);
-  Task<std::unique_ptr<ClientCall>> Open(std::string method, ClientContext* ctx,
-                                               Status* status);
+  Task<std::unique_ptr<ClientCall>> Open(std::string method, ClientContext* ctx, Status* status);
   // Open from a thread that is not one of the channel's CQ threads (the
   // blocking stream API): hops to a CQ thread, opens there, waits.
   std::unique_ptr<ClientCall> BlockingOpen(const std::string& method, ClientContext* ctx,
@@ -169,8 +168,9 @@ class Channel {
   Status resolver_service_config_status() const;
 
  private:
-  friend std::shared_ptr<Channel> CreateChannelWithResolver(
-      const std::string&, std::shared_ptr<Resolver>, const ChannelArguments&);
+  friend std::shared_ptr<Channel> CreateChannelWithResolver(const std::string&,
+                                                            std::shared_ptr<Resolver>,
+                                                            const ChannelArguments&);
   friend std::shared_ptr<Channel> experimental::CreateCustomChannelWithInterceptors(
       const std::string&, const std::shared_ptr<ChannelCredentials>&, const ChannelArguments&,
       std::vector<std::unique_ptr<experimental::ClientInterceptorFactoryInterface>>);

@@ -25,20 +25,14 @@ class ChannelArguments {
   using Value = std::variant<int, std::string>;
 
   void SetInt(const std::string& key, int value) { values_[key] = value; }
-  void SetString(const std::string& key, const std::string& value) {
-    values_[key] = value;
-  }
+  void SetString(const std::string& key, const std::string& value) { values_[key] = value; }
   // -1: unlimited.
-  void SetMaxReceiveMessageSize(int size) {
-    SetInt("grpc.max_receive_message_length", size);
-  }
+  void SetMaxReceiveMessageSize(int size) { SetInt("grpc.max_receive_message_length", size); }
   void SetMaxSendMessageSize(int size) { SetInt("grpc.max_send_message_length", size); }
   void SetLoadBalancingPolicyName(const std::string& name) {
     SetString("grpc.lb_policy_name", name);
   }
-  void SetServiceConfigJSON(const std::string& json) {
-    SetString("grpc.service_config", json);
-  }
+  void SetServiceConfigJSON(const std::string& json) { SetString("grpc.service_config", json); }
   void SetUserAgentPrefix(const std::string& prefix) {
     SetString("grpc.primary_user_agent", prefix);
   }

@@ -14,12 +14,12 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
-#include <random>
 #include <future>
 #include <map>
-#include <thread>
 #include <mutex>
+#include <random>
 #include <set>
+#include <thread>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_split.h"
@@ -35,9 +35,9 @@ namespace ringrpc {
 namespace {
 
 using std::chrono::milliseconds;
-using ::testing::HasSubstr;
 using test::EchoRequest;
 using test::EchoResponse;
+using ::testing::HasSubstr;
 
 constexpr char kUnary[] = "/ringrpc.test.TestService/Unary";
 constexpr char kStats[] = "/ringrpc.test.TestService/Stats";
@@ -50,8 +50,8 @@ std::unique_ptr<testing::ServerProcess> StartServer(std::string listen = "127.0.
 
 int FreePort() { return testing::UnusedLoopbackPort(); }
 
-Status Echo(Channel& ch, const std::string& payload, std::string* got,
-            ClientContext* ctx = nullptr, int sleep_ms = 0) {
+Status Echo(Channel& ch, const std::string& payload, std::string* got, ClientContext* ctx = nullptr,
+            int sleep_ms = 0) {
   ClientContext local;
   if (ctx == nullptr) ctx = &local;
   EchoRequest req;
@@ -80,9 +80,8 @@ TEST(Channel, BlockingUnaryOverEachTargetForm) {
   // /tmp is shared by parallel test runs; pids are not (PID namespaces).
   std::string sock = absl::StrCat("/tmp/ringrpc-ch-", std::random_device()(), ".sock");
   auto unix_server = StartServer("unix:" + sock);
-  for (std::string target :
-       {tcp->address(), absl::StrCat("dns:///", tcp->address()),
-        absl::StrCat("ipv4:", tcp->address()), "unix:" + sock}) {
+  for (std::string target : {tcp->address(), absl::StrCat("dns:///", tcp->address()),
+                             absl::StrCat("ipv4:", tcp->address()), "unix:" + sock}) {
     auto ch = CreateChannel(target, InsecureChannelCredentials());
     ClientContext ctx;
     std::string got;
@@ -159,8 +158,8 @@ TEST(Channel, WaitForReadyCallSucceedsOnceTheServerComesUp) {
   int port = FreePort();
   ChannelArguments args;
   args.SetInt("grpc.initial_reconnect_backoff_ms", 100);
-  auto ch = CreateCustomChannel(absl::StrCat("127.0.0.1:", port), InsecureChannelCredentials(),
-                                args);
+  auto ch =
+      CreateCustomChannel(absl::StrCat("127.0.0.1:", port), InsecureChannelCredentials(), args);
   std::future<Status> call = std::async(std::launch::async, [&] {
     ClientContext ctx;
     ctx.set_wait_for_ready(true);
@@ -247,7 +246,7 @@ TEST(Channel, BackendKilledUnderLoadOnlyInFlightCallsFail) {
 }
 
 Task<void> StreamAll(Channel* ch, int count, std::vector<int>* seen, Status* status,
-                           std::promise<void>* done) {
+                     std::promise<void>* done) {
   ClientContext ctx;
   std::unique_ptr<ClientCall> call =
       co_await ch->Open("/ringrpc.test.TestService/ServerStream", &ctx, status);
@@ -382,8 +381,8 @@ struct EventLog : SubchannelEventListener {
   std::vector<std::string> events;
   void OnSubchannelEvent(const SubchannelEvent& e) override {
     std::lock_guard<std::mutex> lock(mu);
-    events.push_back(absl::StrCat(SubchannelEventKindName(e.kind),
-                                  e.reason.empty() ? "" : ":", e.reason));
+    events.push_back(
+        absl::StrCat(SubchannelEventKindName(e.kind), e.reason.empty() ? "" : ":", e.reason));
   }
   std::vector<std::string> Take() {
     std::lock_guard<std::mutex> lock(mu);
@@ -437,8 +436,8 @@ TEST(Channel, ChannelsWithTheSameTargetAndArgumentsShareOneSubchannelPool) {
   for (const std::string& e : events) {
     if (e == "init" || e == "attach" || e == "detach" || e == "close") lifecycle.push_back(e);
   }
-  EXPECT_EQ(lifecycle, (std::vector<std::string>{"init", "attach", "attach", "detach",
-                                                 "detach", "close"}));
+  EXPECT_EQ(lifecycle,
+            (std::vector<std::string>{"init", "attach", "attach", "detach", "detach", "close"}));
   EXPECT_THAT(events, ::testing::Contains("connect"));
 }
 
@@ -520,7 +519,8 @@ TEST(Channel, ClientIdleTimeoutClosesTheChannelsConnectionsUntilTheNextCall) {
                                      std::chrono::system_clock::now() + std::chrono::seconds(10)));
   EXPECT_EQ(ch->GetState(false), ConnectivityState::IDLE);
   EXPECT_THAT(ch->MetricsText(), HasSubstr("ringrpc_channel_idle_entries_total 1\n"));
-  for (int i = 0; i < 100 && ch->Metrics().live != 0; ++i) std::this_thread::sleep_for(milliseconds(10));
+  for (int i = 0; i < 100 && ch->Metrics().live != 0; ++i)
+    std::this_thread::sleep_for(milliseconds(10));
   EXPECT_EQ(ch->Metrics().live, 0u);
   ASSERT_TRUE(Echo(*ch, "y", nullptr).ok());  // the next call leaves idle mode
   EXPECT_EQ(ch->GetState(false), ConnectivityState::READY);
@@ -554,7 +554,8 @@ TEST(Channel, MinIdlePerThreadKeepsRealConnectionsDialled) {
   args.SetInt("ringrpc.cq_threads", 1);
   auto ch = CreateCustomChannel(server->address(), InsecureChannelCredentials(), args);
   ASSERT_TRUE(Echo(*ch, "x", nullptr).ok());
-  for (int i = 0; i < 200 && ch->Metrics().live < 2; ++i) std::this_thread::sleep_for(milliseconds(10));
+  for (int i = 0; i < 200 && ch->Metrics().live < 2; ++i)
+    std::this_thread::sleep_for(milliseconds(10));
   EXPECT_EQ(ch->Metrics().live, 2u);  // dialled ahead of need, and no more
   std::this_thread::sleep_for(milliseconds(300));
   EXPECT_EQ(ch->Metrics().live, 2u);
@@ -587,13 +588,12 @@ TEST(Channel, ChannelsShareACqThreadSetTheUserMade) {
       std::promise<void> done;
       ClientContext ctx;
       std::string reply;
-      ch->UnaryCallAsync(kUnary, &ctx, EchoRequest().SerializeAsString(), &reply,
-                         [&](Status s) {
-                           EXPECT_TRUE(s.ok()) << s.error_message();
-                           std::lock_guard<std::mutex> lock(mu);
-                           ran_on.insert(std::this_thread::get_id());
-                           done.set_value();
-                         });
+      ch->UnaryCallAsync(kUnary, &ctx, EchoRequest().SerializeAsString(), &reply, [&](Status s) {
+        EXPECT_TRUE(s.ok()) << s.error_message();
+        std::lock_guard<std::mutex> lock(mu);
+        ran_on.insert(std::this_thread::get_id());
+        done.set_value();
+      });
       done.get_future().wait();
     }
   }
@@ -657,7 +657,8 @@ Task<void> PeerCall(Channel* ch, int sleep_ms, PeerCalls* out) {
 // `sleep_ms`; waits for all.
 void CallsOnThread(Channel& ch, size_t cq, int n, int sleep_ms, PeerCalls* out) {
   for (int i = 0; i < n; ++i) ASSERT_TRUE(ch.SpawnOn(cq, PeerCall(&ch, sleep_ms, out)).ok());
-  for (int i = 0; i < 500 && out->done.load() < n; ++i) std::this_thread::sleep_for(milliseconds(10));
+  for (int i = 0; i < 500 && out->done.load() < n; ++i)
+    std::this_thread::sleep_for(milliseconds(10));
   ASSERT_EQ(out->done.load(), n);
   EXPECT_THAT(out->errors, ::testing::IsEmpty());
 }
@@ -716,7 +717,8 @@ TEST(Channel, WaitForConnectedConnectsTheCallersOwnCqThread) {
     std::string got;
     ASSERT_TRUE(Echo(*ch, "after", &got).ok());
   }
-  EXPECT_EQ(ch->Metrics().created, 1u) << "the blocking calls had to dial: another thread was connected";
+  EXPECT_EQ(ch->Metrics().created, 1u)
+      << "the blocking calls had to dial: another thread was connected";
   // Nothing to connect to: false at the deadline.
   auto dead = CreateChannel(absl::StrCat("127.0.0.1:", FreePort()), InsecureChannelCredentials());
   const auto start = std::chrono::steady_clock::now();
@@ -830,8 +832,8 @@ TEST(Channel, RetriesDisabledMeansNotEvenTheTransparentOne) {
 // connection, not RESOURCE_EXHAUSTED from a capacity fixed at connect time.
 TEST(Channel, ServerLoweringMaxConcurrentStreamsLiveSendsTheNextCallElsewhere) {
   // SETTINGS_MAX_CONCURRENT_STREAMS (0x3) = 1, 300 ms after the call opened.
-  const std::string lower = transport::testing::Frame(
-      transport::testing::kSettings, 0, 0, std::string("\x00\x03\x00\x00\x00\x01", 6));
+  const std::string lower = transport::testing::Frame(transport::testing::kSettings, 0, 0,
+                                                      std::string("\x00\x03\x00\x00\x00\x01", 6));
   transport::testing::RawServer server(transport::testing::ServerSettings(), lower, 300);
   ChannelArguments args;
   args.SetInt("ringrpc.cq_threads", 1);  // both calls on one CQ thread's pool
@@ -898,9 +900,8 @@ TEST(Channel, StreamsRefusedByOneBackendSucceedOnAnother) {
   auto good = StartServer();
   ChannelArguments args;
   args.SetLoadBalancingPolicyName("round_robin");
-  auto ch = CreateCustomChannel(
-      absl::StrCat("ipv4:", refusing->address(), ",", good->address()),
-      InsecureChannelCredentials(), args);
+  auto ch = CreateCustomChannel(absl::StrCat("ipv4:", refusing->address(), ",", good->address()),
+                                InsecureChannelCredentials(), args);
   for (int i = 0; i < 4; ++i) {
     int read = 0;
     Status s = ServerStream(*ch, 3, &read);
@@ -909,7 +910,8 @@ TEST(Channel, StreamsRefusedByOneBackendSucceedOnAnother) {
   }
   EXPECT_GE(refusing->accepts(), 1u);
   EXPECT_EQ(ServerCalls(*good), 4);
-  EXPECT_THAT(ch->MetricsText(), ::testing::Not(HasSubstr("ringrpc_transparent_retries_total 0\n")));
+  EXPECT_THAT(ch->MetricsText(),
+              ::testing::Not(HasSubstr("ringrpc_transparent_retries_total 0\n")));
 }
 
 TEST(Channel, CallsRefusedByOneBackendSucceedOnAnother) {
@@ -917,9 +919,8 @@ TEST(Channel, CallsRefusedByOneBackendSucceedOnAnother) {
   auto good = StartServer();
   ChannelArguments args;
   args.SetLoadBalancingPolicyName("round_robin");
-  auto ch = CreateCustomChannel(
-      absl::StrCat("ipv4:", refusing->address(), ",", good->address()),
-      InsecureChannelCredentials(), args);
+  auto ch = CreateCustomChannel(absl::StrCat("ipv4:", refusing->address(), ",", good->address()),
+                                InsecureChannelCredentials(), args);
   for (int i = 0; i < 4; ++i) {
     std::string got;
     Status s = Echo(*ch, absl::StrCat("call ", i), &got);
@@ -928,7 +929,8 @@ TEST(Channel, CallsRefusedByOneBackendSucceedOnAnother) {
   }
   EXPECT_GE(refusing->accepts(), 1u);
   EXPECT_EQ(ServerCalls(*good), 4);
-  EXPECT_THAT(ch->MetricsText(), ::testing::Not(HasSubstr("ringrpc_transparent_retries_total 0\n")));
+  EXPECT_THAT(ch->MetricsText(),
+              ::testing::Not(HasSubstr("ringrpc_transparent_retries_total 0\n")));
 }
 
 }  // namespace

@@ -185,10 +185,10 @@ Status ClientCall::FinishNow() {
   internal::CallAccess::SetResults(*impl_->ctx, *impl_->call, impl_->call->trailing_metadata(),
                                    impl_->sc->record->name());
   if (impl_->replay != nullptr) {
-    Status s = impl_->replay->failure
-                   ? *impl_->replay->failure
-                   : Status::FromAbsl(*impl_->call->status(),
-                                      impl_->call->status_details().value_or(""));
+    Status s =
+        impl_->replay->failure
+            ? *impl_->replay->failure
+            : Status::FromAbsl(*impl_->call->status(), impl_->call->status_details().value_or(""));
     impl_->RecordCallEnd(s.error_code());
     if (impl_->interceptors == nullptr || impl_->replay->failure) return s;
   }

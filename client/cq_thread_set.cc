@@ -22,8 +22,9 @@ std::shared_ptr<CqThreadSet> CqThreadSet::Create(const Options& options, Status*
                                     options.poller, "\"")));
   }
   if (options.threads > 1024) {
-    return fail(Status(StatusCode::INVALID_ARGUMENT,
-                       absl::StrCat("CqThreadSet: threads must be 0..1024, got ", options.threads)));
+    return fail(
+        Status(StatusCode::INVALID_ARGUMENT,
+               absl::StrCat("CqThreadSet: threads must be 0..1024, got ", options.threads)));
   }
   absl::StatusOr<std::unique_ptr<runtime::CqThreads>> threads = runtime::CqThreads::Start(o);
   if (!threads.ok()) return fail(Status::FromAbsl(threads.status()));

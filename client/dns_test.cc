@@ -133,8 +133,8 @@ TEST(Dns, RecordChangeMovesEveryNewCallToTheNewAddressWithNoFailedCall) {
       InsecureChannelCredentials(), args);
   Load load(channel, 4);
   ASSERT_TRUE(WaitUntil([&] { return load.ok() > 50; }));
-  ASSERT_TRUE((*dns)->SetHosts({{"svc.ringrpc.test", "127.0.0.2"}}, "svc.ringrpc.test",
-                               {"127.0.0.2"}));
+  ASSERT_TRUE(
+      (*dns)->SetHosts({{"svc.ringrpc.test", "127.0.0.2"}}, "svc.ringrpc.test", {"127.0.0.2"}));
   const auto moved_at = Clock::now();
   ASSERT_TRUE(WaitUntil([&] { return Calls(*backends.b) > 50; })) << "no call reached B";
   std::printf("calls reached the new address %lld ms after the record changed\n",
@@ -148,8 +148,8 @@ TEST(Dns, RecordChangeMovesEveryNewCallToTheNewAddressWithNoFailedCall) {
   load.Stop();
   EXPECT_GT(load.ok(), ok_before);
   EXPECT_EQ(Calls(*backends.a), a_calls + 0) << "a call went to the old address";
-  EXPECT_TRUE(load.failures().empty()) << load.failures().size() << " failed, first: "
-                                       << load.failures().front();
+  EXPECT_TRUE(load.failures().empty())
+      << load.failures().size() << " failed, first: " << load.failures().front();
 }
 
 TEST(Dns, NameThatStopsResolvingKeepsTheLastGoodAddresses) {
@@ -173,8 +173,8 @@ TEST(Dns, NameThatStopsResolvingKeepsTheLastGoodAddresses) {
   std::this_thread::sleep_for(milliseconds(300));
   load.Stop();
   EXPECT_GT(load.ok(), ok_before);
-  EXPECT_TRUE(load.failures().empty()) << load.failures().size() << " failed, first: "
-                                       << load.failures().front();
+  EXPECT_TRUE(load.failures().empty())
+      << load.failures().size() << " failed, first: " << load.failures().front();
   // Not failing: the resolver's errors did not take the addresses away.
   // (READY, or IDLE between a GOAWAY, every 200 ms, and the next call.)
   const ConnectivityState state = channel->GetState(false);
@@ -185,9 +185,9 @@ TEST(Dns, NameThatStopsResolvingKeepsTheLastGoodAddresses) {
 TEST(Dns, UnknownNameAndSilentServerFailCallsWithTheResolversError) {
   auto dns = DnsServer::Start({{"svc.ringrpc.test", "127.0.0.1"}});
   ASSERT_TRUE(dns.ok()) << dns.status();
-  auto stub = TestService::NewStub(CreateChannel(
-      absl::StrCat("dns://", (*dns)->address(), "/nope.ringrpc.test:50051"),
-      InsecureChannelCredentials()));
+  auto stub = TestService::NewStub(
+      CreateChannel(absl::StrCat("dns://", (*dns)->address(), "/nope.ringrpc.test:50051"),
+                    InsecureChannelCredentials()));
   Status s = Call(*stub);
   EXPECT_EQ(s.error_code(), StatusCode::UNAVAILABLE);
   EXPECT_TRUE(absl::StrContains(s.error_message(), "DNS resolution of nope.ringrpc.test failed"))
@@ -214,11 +214,11 @@ TEST(Dns, UnknownNameAndSilentServerFailCallsWithTheResolversError) {
 TEST(Dns, TxtServiceConfigAppliesOnlyWhenResolutionIsEnabled) {
   auto a = Backend("127.0.0.1:0");
   ASSERT_NE(a, nullptr);
-  auto dns = DnsServer::Start(
-      {{"svc.ringrpc.test", "127.0.0.1"}},
-      {{"_grpc_config.svc.ringrpc.test",
-        {R"(grpc_config=[{"serviceConfig":{"methodConfig":[{"name":[{"service":)"
-         R"("ringrpc.test.TestService"}],"timeout":"0.1s"}]}}])"}}});
+  auto dns =
+      DnsServer::Start({{"svc.ringrpc.test", "127.0.0.1"}},
+                       {{"_grpc_config.svc.ringrpc.test",
+                         {R"(grpc_config=[{"serviceConfig":{"methodConfig":[{"name":[{"service":)"
+                          R"("ringrpc.test.TestService"}],"timeout":"0.1s"}]}}])"}}});
   ASSERT_TRUE(dns.ok()) << dns.status();
   const std::string target =
       absl::StrCat("dns://", (*dns)->address(), "/svc.ringrpc.test:", a->port());
@@ -241,15 +241,16 @@ TEST(Dns, TxtServiceConfigAppliesOnlyWhenResolutionIsEnabled) {
   stub = TestService::NewStub(channel);
   Status s = slow(*stub);
   EXPECT_EQ(s.error_code(), StatusCode::DEADLINE_EXCEEDED) << s.error_message();
-  EXPECT_TRUE(channel->resolver_service_config_status().ok()) << channel->resolver_service_config_status().error_message();
+  EXPECT_TRUE(channel->resolver_service_config_status().ok())
+      << channel->resolver_service_config_status().error_message();
 }
 
 TEST(Dns, LocalhostReachesAServerListeningOnOnlyOneLoopbackAddress) {
   for (const char* listen : {"127.0.0.1:0", "[::1]:0"}) {
     auto server = Backend(listen);
     ASSERT_NE(server, nullptr);
-    for (const std::string& target :
-         {absl::StrCat("localhost:", server->port()), absl::StrCat("dns:///localhost:", server->port())}) {
+    for (const std::string& target : {absl::StrCat("localhost:", server->port()),
+                                      absl::StrCat("dns:///localhost:", server->port())}) {
       auto stub = TestService::NewStub(CreateChannel(target, InsecureChannelCredentials()));
       for (int i = 0; i < 3; ++i) {
         Status s = Call(*stub);
@@ -328,8 +329,8 @@ TEST(Dns, TooManyPingsDoublesTheKeepaliveTimeForTheAddress) {
   args.SetInt("grpc.keepalive_permit_without_calls", 1);
   args.SetInt("grpc.http2.max_pings_without_data", 0);
   args.SetSubchannelEventListener(events);
-  auto stub = TestService::NewStub(
-      CreateCustomChannel(a->address(), InsecureChannelCredentials(), args));
+  auto stub =
+      TestService::NewStub(CreateCustomChannel(a->address(), InsecureChannelCredentials(), args));
   ASSERT_TRUE(Call(*stub).ok());  // connected; now idle, pinging
   ASSERT_TRUE(WaitUntil([&] { return !events->Reasons().empty(); }));
   EXPECT_TRUE(absl::StrContains(events->Reasons()[0], "too_many_pings")) << events->Reasons()[0];

@@ -2,6 +2,8 @@
 // against grpc++ servers running grpc++'s own health service
 // (grpc::EnableDefaultHealthCheckService) whose status the test flips
 // through the test server ("x-set-health: svc=0|1").
+#include "client/channel/health_check.h"
+
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -17,7 +19,6 @@
 #include "absl/strings/str_cat.h"
 #include "base/mutex.h"
 #include "client/channel.h"
-#include "client/channel/health_check.h"
 #include "client/transport/testing/raw_server.h"
 #include "tests/proto/echo_test.ringrpc.pb.h"
 #include "tests/testing/server_process.h"
@@ -44,8 +45,8 @@ constexpr const char* kRoundRobinChecked =
         "healthCheckConfig": {"serviceName": "svc"}})";
 
 std::unique_ptr<testing::ServerProcess> Backend(std::vector<std::string> flags) {
-  auto s = testing::ServerProcess::Start("127.0.0.1:0", "tests/server/test_server",
-                                         std::move(flags));
+  auto s =
+      testing::ServerProcess::Start("127.0.0.1:0", "tests/server/test_server", std::move(flags));
   EXPECT_TRUE(s.ok()) << s.status();
   return s.ok() ? std::move(*s) : nullptr;
 }
@@ -117,8 +118,8 @@ TEST(HealthCheck, ABackendNotServingGetsNoNewCallsAndComesBackWhenServing) {
   // b answers in 10 ms: calls are in flight on it when it turns unhealthy.
   auto b = Backend({"--health", "--health_serving=svc", "--unary_delay_ms=10"});
   auto events = std::make_shared<HealthEvents>();
-  auto channel = CheckedChannel(absl::StrCat("ipv4:", Ipv4(*a), ",", Ipv4(*b)),
-                                kRoundRobinChecked, events, 2);
+  auto channel =
+      CheckedChannel(absl::StrCat("ipv4:", Ipv4(*a), ",", Ipv4(*b)), kRoundRobinChecked, events, 2);
   auto stub = TestService::NewStub(channel);
   // Load: four callers, blocking calls, until told to stop.
   std::atomic<bool> stop{false};
@@ -161,10 +162,11 @@ TEST(HealthCheck, ABackendNotServingGetsNoNewCallsAndComesBackWhenServing) {
   const int64_t b_then = Calls(*b), a_then = Calls(*a);
   std::this_thread::sleep_for(milliseconds(300));
   const int64_t b_later = Calls(*b), a_later = Calls(*a);
-  std::printf("NOT_SERVING heard %.2f ms after the flip; in the 300 ms after: a %lld calls, b "
-              "%lld\n",
-              std::chrono::duration<double, std::milli>(heard_after).count(),
-              static_cast<long long>(a_later - a_then), static_cast<long long>(b_later - b_then));
+  std::printf(
+      "NOT_SERVING heard %.2f ms after the flip; in the 300 ms after: a %lld calls, b "
+      "%lld\n",
+      std::chrono::duration<double, std::milli>(heard_after).count(),
+      static_cast<long long>(a_later - a_then), static_cast<long long>(b_later - b_then));
   EXPECT_EQ(b_later, b_then) << "new calls reached a NOT_SERVING backend";
   EXPECT_GT(a_later, a_then) << "the healthy backend stopped getting calls";
 
@@ -190,8 +192,8 @@ TEST(HealthCheck, OneWatchPerAddressWhateverTheCqThreads) {
   auto a = Backend({"--health", "--health_serving=svc"});
   auto b = Backend({"--health", "--health_serving=svc"});
   auto events = std::make_shared<HealthEvents>();
-  auto channel = CheckedChannel(absl::StrCat("ipv4:", Ipv4(*a), ",", Ipv4(*b)),
-                                kRoundRobinChecked, events, 4);
+  auto channel =
+      CheckedChannel(absl::StrCat("ipv4:", Ipv4(*a), ",", Ipv4(*b)), kRoundRobinChecked, events, 4);
   auto stub = TestService::NewStub(channel);
   // Calls from each of the four CQ threads: each connects its own shard.
   std::vector<std::future<Status>> done;
@@ -254,8 +256,7 @@ TEST(HealthCheck, NoHealthyAddressFailsFastCallsAndHoldsWaitForReadyOnes) {
     EchoResponse resp;
     Status s = stub->Unary(&ctx, EchoRequest(), &resp);
     EXPECT_EQ(s.error_code(), StatusCode::UNAVAILABLE);
-    EXPECT_TRUE(absl::StrContains(s.error_message(), "no healthy address"))
-        << s.error_message();
+    EXPECT_TRUE(absl::StrContains(s.error_message(), "no healthy address")) << s.error_message();
     EXPECT_TRUE(absl::StrContains(s.error_message(), "service \"svc\"")) << s.error_message();
   }
   EXPECT_EQ(channel->GetState(false), ConnectivityState::TRANSIENT_FAILURE);
@@ -329,11 +330,11 @@ TEST(HealthCheckCodec, RequestAndResponseBytes) {
   EXPECT_EQ(EncodeHealthCheckRequest(""), "");
   EXPECT_EQ(EncodeHealthCheckRequest("svc"), std::string("\x0a\x03svc", 5));
   EXPECT_EQ(EncodeHealthCheckRequest(std::string(200, 'x')).substr(0, 3), "\x0a\xc8\x01");
-  EXPECT_EQ(DecodeHealthCheckStatus(""), 0);                                // UNKNOWN
-  EXPECT_EQ(DecodeHealthCheckStatus(std::string("\x08\x01", 2)), 1);        // SERVING
-  EXPECT_EQ(DecodeHealthCheckStatus(std::string("\x08\x02", 2)), 2);        // NOT_SERVING
+  EXPECT_EQ(DecodeHealthCheckStatus(""), 0);                                   // UNKNOWN
+  EXPECT_EQ(DecodeHealthCheckStatus(std::string("\x08\x01", 2)), 1);           // SERVING
+  EXPECT_EQ(DecodeHealthCheckStatus(std::string("\x08\x02", 2)), 2);           // NOT_SERVING
   EXPECT_EQ(DecodeHealthCheckStatus(std::string("\x12\x01z\x08\x03", 5)), 3);  // unknown field
-  EXPECT_EQ(DecodeHealthCheckStatus(std::string("\x08", 1)), std::nullopt);  // cut short
+  EXPECT_EQ(DecodeHealthCheckStatus(std::string("\x08", 1)), std::nullopt);    // cut short
   EXPECT_EQ(DecodeHealthCheckStatus(std::string("\x12\x05z", 3)), std::nullopt);
   EXPECT_EQ(DecodeHealthCheckStatus(std::string("\x0f", 1)), std::nullopt);  // bad wire type
 }

@@ -31,16 +31,16 @@ struct CallOpener::Hedge {
   runtime::EventLoop& loop;
   runtime::LoopEvent wake;  // a copy ended, or its server answered first
   channel::HedgingState state;
-  int running = 0;          // copies not ended
-  bool abandoned = false;   // decided: copies still opening give up
+  int running = 0;                        // copies not ended
+  bool abandoned = false;                 // decided: copies still opening give up
   std::vector<ClientCall*> open;          // copies with a stream
   const ClientCall* committed = nullptr;  // its server answered first: the call's
   std::optional<Status> final;            // the call's status, once decided
   std::optional<ByteBuffer> reply;
   Status last = Status(StatusCode::UNAVAILABLE, "no hedged attempt was sent");
-  bool next_now = false;               // a non-fatal failure: the next copy goes at once
-  std::optional<TimePoint> next_at;    // the server's pushback: the next copy then
-  bool no_more = false;                // the server said not to retry: no more copies
+  bool next_now = false;             // a non-fatal failure: the next copy goes at once
+  std::optional<TimePoint> next_at;  // the server's pushback: the next copy then
+  bool no_more = false;              // the server said not to retry: no more copies
 };
 
 namespace {
@@ -82,8 +82,7 @@ Task<void> CallOpener::HedgedCopy(std::shared_ptr<ChannelState> self, const std:
     end.server_answered = h->committed == call.get();
     end.pushback = channel::ParsePushback(call->impl_->call->trailing_metadata());
   }
-  const bool lost =
-      h->final.has_value() || (h->committed != nullptr && h->committed != call.get());
+  const bool lost = h->final.has_value() || (h->committed != nullptr && h->committed != call.get());
   if (!lost) {
     // Only a copy that may be the call's writes its results into the
     // context (and runs the interceptors' status hooks).

@@ -217,8 +217,8 @@ TEST(HedgingTail, CutsTheTailOfBackendsThatAreSlowOnFivePercentOfCalls) {
   auto b = testing::ServerProcess::Start("127.0.0.1:0", "tests/server/test_server",
                                          {"--slow_percent=5", "--slow_ms=200"});
   ASSERT_TRUE(b.ok()) << b.status();
-  const std::string target = absl::StrCat("ipv4:127.0.0.1:", (*a)->port(), ",127.0.0.1:",
-                                          (*b)->port());
+  const std::string target =
+      absl::StrCat("ipv4:127.0.0.1:", (*a)->port(), ",127.0.0.1:", (*b)->port());
   const std::string rr = R"("loadBalancingConfig": [{"round_robin": {}}])";
   constexpr int kCalls = 400;
   auto plain = Make(target, absl::StrCat("{", rr, "}"));
@@ -227,15 +227,17 @@ TEST(HedgingTail, CutsTheTailOfBackendsThatAreSlowOnFivePercentOfCalls) {
                                           rr, "}"));
   const auto [plain_p50, plain_p99] = Latencies(*plain, kCalls);
   const auto [hedged_p50, hedged_p99] = Latencies(*hedged, kCalls);
-  std::printf("backends: 2, each 200 ms slower on 5%% of calls; %d sequential calls each\n"
-              "no hedging:               p50 %.2f ms, p99 %.2f ms\n"
-              "hedging (up to 3 copies, 20 ms apart): p50 %.2f ms, p99 %.2f ms\n",
-              kCalls, plain_p50, plain_p99, hedged_p50, hedged_p99);
-  EXPECT_GE(plain_p99, 200.0);   // the tail is there without hedging
+  std::printf(
+      "backends: 2, each 200 ms slower on 5%% of calls; %d sequential calls each\n"
+      "no hedging:               p50 %.2f ms, p99 %.2f ms\n"
+      "hedging (up to 3 copies, 20 ms apart): p50 %.2f ms, p99 %.2f ms\n",
+      kCalls, plain_p50, plain_p99, hedged_p50, hedged_p99);
+  EXPECT_GE(plain_p99, 200.0);  // the tail is there without hedging
   // A copy 20 ms later answers long before 200 ms (unless it is slow too: a
   // third copy makes four such calls in 400 about a one in 10^7 event).
   EXPECT_LT(hedged_p99, 150.0);
-  EXPECT_THAT(hedged->MetricsText(), ::testing::Not(HasSubstr("ringrpc_hedged_attempts_total 0\n")));
+  EXPECT_THAT(hedged->MetricsText(),
+              ::testing::Not(HasSubstr("ringrpc_hedged_attempts_total 0\n")));
 }
 
 }  // namespace

@@ -52,14 +52,22 @@ namespace {
 
 const char* HookName(InterceptionHookPoints p) {
   switch (p) {
-    case InterceptionHookPoints::PRE_SEND_INITIAL_METADATA: return "PRE_SEND_INITIAL_METADATA";
-    case InterceptionHookPoints::PRE_SEND_MESSAGE: return "PRE_SEND_MESSAGE";
-    case InterceptionHookPoints::PRE_SEND_CLOSE: return "PRE_SEND_CLOSE";
-    case InterceptionHookPoints::POST_RECV_INITIAL_METADATA: return "POST_RECV_INITIAL_METADATA";
-    case InterceptionHookPoints::POST_RECV_MESSAGE: return "POST_RECV_MESSAGE";
-    case InterceptionHookPoints::POST_RECV_STATUS: return "POST_RECV_STATUS";
-    case InterceptionHookPoints::PRE_SEND_CANCEL: return "PRE_SEND_CANCEL";
-    case InterceptionHookPoints::NUM_INTERCEPTION_HOOKS: break;
+    case InterceptionHookPoints::PRE_SEND_INITIAL_METADATA:
+      return "PRE_SEND_INITIAL_METADATA";
+    case InterceptionHookPoints::PRE_SEND_MESSAGE:
+      return "PRE_SEND_MESSAGE";
+    case InterceptionHookPoints::PRE_SEND_CLOSE:
+      return "PRE_SEND_CLOSE";
+    case InterceptionHookPoints::POST_RECV_INITIAL_METADATA:
+      return "POST_RECV_INITIAL_METADATA";
+    case InterceptionHookPoints::POST_RECV_MESSAGE:
+      return "POST_RECV_MESSAGE";
+    case InterceptionHookPoints::POST_RECV_STATUS:
+      return "POST_RECV_STATUS";
+    case InterceptionHookPoints::PRE_SEND_CANCEL:
+      return "PRE_SEND_CANCEL";
+    case InterceptionHookPoints::NUM_INTERCEPTION_HOOKS:
+      break;
   }
   return "?";
 }
@@ -77,7 +85,8 @@ std::unique_ptr<CallInterceptors> CallInterceptors::Create(const InterceptorFact
   auto out = std::make_unique<CallInterceptors>();
   experimental::ClientRpcInfo info(method, ctx);
   for (const auto& f : *factories) {
-    if (experimental::Interceptor* i = f->CreateClientInterceptor(&info)) out->list_.emplace_back(i);
+    if (experimental::Interceptor* i = f->CreateClientInterceptor(&info))
+      out->list_.emplace_back(i);
   }
   if (out->list_.empty()) return nullptr;
   return out;

@@ -32,12 +32,15 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using Hook = InterceptionHookPoints;
 
-constexpr Hook kHooks[] = {Hook::PRE_SEND_INITIAL_METADATA, Hook::PRE_SEND_MESSAGE,
-                           Hook::PRE_SEND_CLOSE,            Hook::POST_RECV_INITIAL_METADATA,
-                           Hook::POST_RECV_MESSAGE,         Hook::POST_RECV_STATUS,
+constexpr Hook kHooks[] = {Hook::PRE_SEND_INITIAL_METADATA,
+                           Hook::PRE_SEND_MESSAGE,
+                           Hook::PRE_SEND_CLOSE,
+                           Hook::POST_RECV_INITIAL_METADATA,
+                           Hook::POST_RECV_MESSAGE,
+                           Hook::POST_RECV_STATUS,
                            Hook::PRE_SEND_CANCEL};
-constexpr const char* kHookNames[] = {"send_md", "send_msg", "close", "recv_md",
-                                      "recv_msg", "status",  "cancel"};
+constexpr const char* kHookNames[] = {"send_md",  "send_msg", "close", "recv_md",
+                                      "recv_msg", "status",   "cancel"};
 
 // Shared by the interceptors of a test.
 struct Log {
@@ -121,8 +124,8 @@ class InterceptorTest : public ::testing::Test {
 };
 
 TEST_F(InterceptorTest, AnAuthHeaderInterceptorAddsMetadataToEveryCall) {
-  auto stub = Stub(List(std::make_unique<Factory>(
-      "auth", &log_, [](Hook h, InterceptorBatchMethods* m) {
+  auto stub =
+      Stub(List(std::make_unique<Factory>("auth", &log_, [](Hook h, InterceptorBatchMethods* m) {
         if (h == Hook::PRE_SEND_INITIAL_METADATA) {
           m->GetSendInitialMetadata()->emplace("x-echo-auth", "Bearer abc");
         }
@@ -140,9 +143,13 @@ TEST_F(InterceptorTest, AnAuthHeaderInterceptorAddsMetadataToEveryCall) {
 
 TEST_F(InterceptorTest, ALoggingInterceptorSeesEveryHookOfEachCallFormInOrder) {
   auto stub = Stub(List(std::make_unique<Factory>("log", &log_)));
-  const std::vector<std::string> unary = {
-      "log:create /ringrpc.test.TestService/Unary", "log:send_md", "log:send_msg", "log:close",
-      "log:recv_md", "log:recv_msg", "log:status"};
+  const std::vector<std::string> unary = {"log:create /ringrpc.test.TestService/Unary",
+                                          "log:send_md",
+                                          "log:send_msg",
+                                          "log:close",
+                                          "log:recv_md",
+                                          "log:recv_msg",
+                                          "log:status"};
   {  // blocking
     ClientContext ctx;
     EchoRequest req;
@@ -179,15 +186,15 @@ TEST_F(InterceptorTest, ALoggingInterceptorSeesEveryHookOfEachCallFormInOrder) {
     }(stub.get(), &open, &end, &finished));
     finished.get_future().get();
     ASSERT_TRUE(open.ok() && end.ok()) << open.ToString() << " " << end.ToString();
-    EXPECT_THAT(log_.Take(),
-                ElementsAre("log:create /ringrpc.test.TestService/ServerStream", "log:send_md",
-                            "log:send_msg", "log:close", "log:recv_md", "log:recv_msg",
-                            "log:recv_msg", "log:status"));
+    EXPECT_THAT(log_.Take(), ElementsAre("log:create /ringrpc.test.TestService/ServerStream",
+                                         "log:send_md", "log:send_msg", "log:close", "log:recv_md",
+                                         "log:recv_msg", "log:recv_msg", "log:status"));
   }
 }
 
 TEST_F(InterceptorTest, SeveralRunInTheirOrderAtEveryHook) {
-  auto stub = Stub(List(std::make_unique<Factory>("A", &log_), std::make_unique<Factory>("B", &log_)));
+  auto stub =
+      Stub(List(std::make_unique<Factory>("A", &log_), std::make_unique<Factory>("B", &log_)));
   ClientContext ctx;
   EchoRequest req;
   EchoResponse resp;
@@ -214,10 +221,12 @@ TEST_F(InterceptorTest, AnInterceptorThatFailsACallEndsItBeforeAnythingIsSent) {
   EXPECT_EQ(s.error_code(), StatusCode::PERMISSION_DENIED);
   EXPECT_EQ(s.error_message(), "not on this method");
   // The second interceptor never ran, and the server never saw a call.
-  for (const std::string& line : log_.Take()) EXPECT_EQ(line.rfind("after:send", 0), std::string::npos);
+  for (const std::string& line : log_.Take())
+    EXPECT_EQ(line.rfind("after:send", 0), std::string::npos);
   test::StatsResponse stats;
   ClientContext sctx;
-  auto plain = TestService::NewStub(CreateChannel(server_->address(), InsecureChannelCredentials()));
+  auto plain =
+      TestService::NewStub(CreateChannel(server_->address(), InsecureChannelCredentials()));
   ASSERT_TRUE(plain->Stats(&sctx, test::StatsRequest(), &stats).ok());
   EXPECT_EQ(stats.calls(), 0);
 }
@@ -237,8 +246,8 @@ TEST_F(InterceptorTest, MessagesAndStatusCanBeRewritten) {
       *m->GetSerializedRecvMessage() = resp.SerializeAsString();
     }
     if (h == Hook::POST_RECV_STATUS && m->GetRecvStatus()->error_code() == StatusCode::NOT_FOUND) {
-      *m->GetRecvStatus() = Status(StatusCode::UNAVAILABLE, "mapped: " +
-                                                                m->GetRecvStatus()->error_message());
+      *m->GetRecvStatus() =
+          Status(StatusCode::UNAVAILABLE, "mapped: " + m->GetRecvStatus()->error_message());
     }
   };
   auto stub = Stub(List(std::make_unique<Factory>("rw", &log_, rewrite)));

@@ -41,8 +41,7 @@ int64_t Calls(const testing::ServerProcess& server) {
 
 // `total` calls from two CQ threads, `in_flight` at a time on each; the
 // share of them the fast backend served.
-double FastShare(const std::string& lb_config, const std::string& scope, int total,
-                 int in_flight) {
+double FastShare(const std::string& lb_config, const std::string& scope, int total, int in_flight) {
   auto fast = Backend(5);
   auto slow = Backend(25);
   ChannelArguments args;
@@ -87,15 +86,16 @@ double FastShare(const std::string& lb_config, const std::string& scope, int tot
 
 TEST(LeastRequest, SendsMostCallsToTheFasterBackend) {
   constexpr int kTotal = 600, kInFlight = 8;
-  const double rr = FastShare(R"({"loadBalancingConfig": [{"round_robin": {}}]})", "", kTotal,
-                              kInFlight);
+  const double rr =
+      FastShare(R"({"loadBalancingConfig": [{"round_robin": {}}]})", "", kTotal, kInFlight);
   const std::string lr = R"({"loadBalancingConfig": [{"least_request_experimental": {}}]})";
   const double per_thread = FastShare(lr, "thread", kTotal, kInFlight);
   const double channel_wide = FastShare(lr, "channel", kTotal, kInFlight);
-  std::printf("backends: fast 5 ms, slow 25 ms per call; %d calls, %d in flight on each of 2 "
-              "CQ threads\nshare of calls on the fast backend: round_robin %.2f, "
-              "least_request per thread %.2f, least_request channel-wide %.2f\n",
-              kTotal, kInFlight, rr, per_thread, channel_wide);
+  std::printf(
+      "backends: fast 5 ms, slow 25 ms per call; %d calls, %d in flight on each of 2 "
+      "CQ threads\nshare of calls on the fast backend: round_robin %.2f, "
+      "least_request per thread %.2f, least_request channel-wide %.2f\n",
+      kTotal, kInFlight, rr, per_thread, channel_wide);
   // Clearly more than round robin's half, even on a slow or sanitized
   // build where the servers' own overhead narrows the gap.
   EXPECT_NEAR(rr, 0.5, 0.1);

@@ -66,8 +66,8 @@ class ByteBufferInputStream final : public google::protobuf::io::ZeroCopyInputSt
  private:
   const ByteBuffer& bytes_;
   const size_t n_;  // its slice count
-  size_t i_ = 0;   // the slice Next hands out from
-  size_t at_ = 0;  // bytes of it handed out
+  size_t i_ = 0;    // the slice Next hands out from
+  size_t at_ = 0;   // bytes of it handed out
   int64_t count_ = 0;
 };
 

@@ -125,9 +125,9 @@ TEST_F(MethodConfigTest, MessageLimitsAreTheSmallerOfMethodAndChannel) {
   // The channel's own limit is smaller still: it wins.
   ChannelArguments args;
   args.SetMaxSendMessageSize(10);
-  auto tighter = WithConfig(server_->address(),
-                            R"({"methodConfig": [{"name": [{}], "maxRequestMessageBytes": 100}]})",
-                            args);
+  auto tighter =
+      WithConfig(server_->address(),
+                 R"({"methodConfig": [{"name": [{}], "maxRequestMessageBytes": 100}]})", args);
   ClientContext ctx;
   EchoRequest mid;
   mid.set_payload(std::string(40, 'm'));
@@ -171,7 +171,8 @@ TEST_F(MethodConfigTest, AConfigRingrpcCannotHonourFailsEveryCallNamingTheField)
   EchoResponse resp;
   Status s = TestService::NewStub(refused)->Unary(&ctx, EchoRequest(), &resp);
   EXPECT_EQ(s.error_code(), StatusCode::INVALID_ARGUMENT);
-  EXPECT_THAT(s.error_message(), HasSubstr("methodConfig[0].hedgingPolicy: cannot be set with retryPolicy"));
+  EXPECT_THAT(s.error_message(),
+              HasSubstr("methodConfig[0].hedgingPolicy: cannot be set with retryPolicy"));
 }
 
 }  // namespace

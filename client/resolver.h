@@ -102,12 +102,12 @@ class ResolverListener {
   ResolverListener() = default;
   ResolverListener(std::nullptr_t) {}  // NOLINT: like std::function
   template <typename F>
-    requires std::is_invocable_v<F&, absl::StatusOr<ResolverResult>>
-  ResolverListener(F f) : fn_(std::move(f)) {}  // NOLINT: like std::function
+  requires std::is_invocable_v<F&, absl::StatusOr<ResolverResult>> ResolverListener(F f)
+      : fn_(std::move(f)) {}  // NOLINT: like std::function
   template <typename F>
-    requires(std::is_invocable_v<F&, absl::StatusOr<AddressList>> &&
-             !std::is_invocable_v<F&, absl::StatusOr<ResolverResult>>)
-  ResolverListener(F f)  // NOLINT: like std::function
+  requires(std::is_invocable_v<F&, absl::StatusOr<AddressList>> &&
+           !std::is_invocable_v<F&, absl::StatusOr<ResolverResult>>)
+      ResolverListener(F f)  // NOLINT: like std::function
       : fn_([f = std::move(f)](absl::StatusOr<ResolverResult> r) mutable {
           if (!r.ok()) {
             f(r.status());
@@ -156,7 +156,8 @@ class ManualResolver final : public Resolver {
  private:
   Mutex mu_;
   ResolverListener listener_ ABSL_GUARDED_BY(mu_);
-  std::optional<absl::StatusOr<ResolverResult>> pending_ ABSL_GUARDED_BY(mu_);  // pushed before Start
+  std::optional<absl::StatusOr<ResolverResult>> pending_
+      ABSL_GUARDED_BY(mu_);  // pushed before Start
   std::atomic<int> reresolution_requests_{0};
 };
 

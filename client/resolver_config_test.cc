@@ -169,8 +169,8 @@ TEST_F(ResolverConfigTest, RetriesAndTheLbPolicyFollowTheResolversConfig) {
 
 TEST_F(ResolverConfigTest, HealthChecksFollowTheResolversConfig) {
   // The server knows no "svc": SERVICE_UNKNOWN, unhealthy once checked.
-  auto checked = testing::ServerProcess::Start("127.0.0.1:0", "tests/server/test_server",
-                                               {"--health"});
+  auto checked =
+      testing::ServerProcess::Start("127.0.0.1:0", "tests/server/test_server", {"--health"});
   ASSERT_TRUE(checked.ok()) << checked.status();
   auto ch = Make();
   resolver_->PushResult(ResolverResult{Addresses(**checked), std::nullopt});
@@ -214,10 +214,11 @@ TEST_F(ResolverConfigTest, ARouterSendsEachCallToItsGroupOfAddresses) {
   AddressList both = Addresses(*server_);
   both.push_back(Addresses(**second)[0]);
   auto router = std::make_shared<HeaderRouter>();
-  resolver_->PushResult(ResolverResult{.addresses = both,
-                                       .service_config = R"({"loadBalancingConfig": [{"round_robin": {}}]})",
-                                       .router = router,
-                                       .groups = {{"main", {0}}, {"two", {1}}, {"both", {0, 1}}, {"none", {}}}});
+  resolver_->PushResult(
+      ResolverResult{.addresses = both,
+                     .service_config = R"({"loadBalancingConfig": [{"round_robin": {}}]})",
+                     .router = router,
+                     .groups = {{"main", {0}}, {"two", {1}}, {"both", {0, 1}}, {"none", {}}}});
   auto stub = TestService::NewStub(ch);
   auto call = [&](const std::string& group, std::string* peer) {
     ClientContext ctx;
@@ -253,17 +254,18 @@ TEST_F(ResolverConfigTest, ARouterSendsEachCallToItsGroupOfAddresses) {
   EXPECT_EQ(s.error_code(), StatusCode::UNAVAILABLE);
   EXPECT_THAT(s.error_message(), HasSubstr("\"unknown\""));
   // The same addresses, the groups swapped: the routing follows at once.
-  resolver_->PushResult(ResolverResult{.addresses = both,
-                                       .service_config = R"({"loadBalancingConfig": [{"round_robin": {}}]})",
-                                       .router = router,
-                                       .groups = {{"main", {1}}, {"two", {0}}}});
+  resolver_->PushResult(
+      ResolverResult{.addresses = both,
+                     .service_config = R"({"loadBalancingConfig": [{"round_robin": {}}]})",
+                     .router = router,
+                     .groups = {{"main", {1}}, {"two", {0}}}});
   ASSERT_TRUE(call("", &peer).ok());
   EXPECT_EQ(peer, two);
   ASSERT_TRUE(call("two", &peer).ok());
   EXPECT_EQ(peer, one);
   // No router any more: every call to the whole list.
-  resolver_->PushResult(ResolverResult{.addresses = both,
-                                       .service_config = R"({"loadBalancingConfig": [{"round_robin": {}}]})"});
+  resolver_->PushResult(ResolverResult{
+      .addresses = both, .service_config = R"({"loadBalancingConfig": [{"round_robin": {}}]})"});
   std::map<std::string, int> unrouted;
   for (int i = 0; i < 10; ++i) {
     ASSERT_TRUE(call("fail", &peer).ok());

@@ -156,8 +156,8 @@ TEST_F(RetryTest, TryCancelDuringTheBackoffEndsTheCallCancelled) {
 
 TEST_F(RetryTest, ThrottlingStopsRetriesAfterABurstOfFailuresAndRecovers) {
   // 10 tokens, 1 back per success; retries stop at 5 or fewer.
-  auto ch = Make(Policy(2, "[\"UNAVAILABLE\"]",
-                        R"(, "retryThrottling": {"maxTokens": 10, "tokenRatio": 1})"));
+  auto ch = Make(
+      Policy(2, "[\"UNAVAILABLE\"]", R"(, "retryThrottling": {"maxTokens": 10, "tokenRatio": 1})"));
   for (int i = 0; i < 4; ++i) {  // each failed attempt takes a token
     ClientContext ctx;
     EXPECT_EQ(Call(*ch, 100, &ctx).error_code(), StatusCode::UNAVAILABLE);
@@ -429,9 +429,8 @@ TEST_F(RetryTest, ACallbackStreamRefusedUnprocessedMovesToAnotherBackendAtOnce) 
   ChannelArguments args;
   args.SetInt("ringrpc.cq_threads", 1);
   args.SetLoadBalancingPolicyName("round_robin");
-  auto ch = CreateCustomChannel(
-      absl::StrCat("ipv4:", server_->address(), ",", refusing->address()),
-      InsecureChannelCredentials(), args);
+  auto ch = CreateCustomChannel(absl::StrCat("ipv4:", server_->address(), ",", refusing->address()),
+                                InsecureChannelCredentials(), args);
   auto stub = TestService::NewStub(ch);
   for (int i = 0; i < 6; ++i) {
     ClientContext ctx;
@@ -442,7 +441,8 @@ TEST_F(RetryTest, ACallbackStreamRefusedUnprocessedMovesToAnotherBackendAtOnce) 
     EXPECT_EQ(reactor.got(), (std::vector<std::string>{"first", "second"}));
   }
   EXPECT_GE(refusing->accepts(), 1u);
-  EXPECT_THAT(ch->MetricsText(), ::testing::Not(HasSubstr("ringrpc_transparent_retries_total 0\n")));
+  EXPECT_THAT(ch->MetricsText(),
+              ::testing::Not(HasSubstr("ringrpc_transparent_retries_total 0\n")));
 }
 
 TEST_F(RetryTest, TryCancelDuringAStreamsBackoffEndsItCancelled) {

@@ -45,8 +45,7 @@ class Status {
 
   // absl and gRPC share the numbering of the 17 codes.
   static Status FromAbsl(const absl::Status& s, std::string details = "") {
-    return Status(static_cast<StatusCode>(s.code()), std::string(s.message()),
-                  std::move(details));
+    return Status(static_cast<StatusCode>(s.code()), std::string(s.message()), std::move(details));
   }
   absl::Status ToAbsl() const {
     return absl::Status(static_cast<absl::StatusCode>(code_), message_);

@@ -43,9 +43,9 @@ Task<bool> CallOpener::NextStreamAttempt(ClientCall::Impl* impl, uint64_t genera
     co_return false;
   }
   r.opening = true;
-  std::optional<Status> stop = co_await WaitToRetry(
-      loop, *impl->ctx, d.delay, r.plan.deadline.value_or(TimePoint::max()),
-      std::string(ended.status()->message()), [&r] { return r.cancelled; });
+  std::optional<Status> stop =
+      co_await WaitToRetry(loop, *impl->ctx, d.delay, r.plan.deadline.value_or(TimePoint::max()),
+                           std::string(ended.status()->message()), [&r] { return r.cancelled; });
   if (stop) {
     r.failure = std::move(*stop);
     r.opening = false;
@@ -115,7 +115,7 @@ void CallOpener::WatchRecvTimeout(ClientCall::Impl* impl) {
   std::weak_ptr<ClientCall::Impl::CancelTarget> alive = impl->alive;
   const uint64_t generation = r.generation;
   impl->loop->Spawn([](std::weak_ptr<ClientCall::Impl::CancelTarget> alive, ClientCall::Impl* impl,
-                           uint64_t generation, Duration timeout) -> Task<void> {
+                       uint64_t generation, Duration timeout) -> Task<void> {
     runtime::EventLoop& loop = *impl->loop;
     co_await SleepUntil(loop, loop.Now() + timeout);
     std::shared_ptr<ClientCall::Impl::CancelTarget> target = alive.lock();

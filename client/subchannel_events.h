@@ -18,17 +18,17 @@ namespace ringrpc {
 
 struct SubchannelEvent {
   enum class Kind {
-    kInit,           // a subchannel (pool) was created for an address
-    kAttach,         // a channel started using it (shared ones: each channel)
-    kDetach,         // a channel stopped using it
-    kClose,          // the last channel detached: its connections close
-    kConnect,        // a connection was made
-    kConnectFailed,  // a dial failed
-    kRetire,         // a connection was retired (reason says why)
-    kPark,           // an idle connection went to the reservoir
-    kUnpark,         // and was taken by another thread
-    kHealth,         // its health check (gRFC A17) changed its answer:
-                     // reason starts with SERVING, NOT_SERVING, UNKNOWN, ...
+    kInit,            // a subchannel (pool) was created for an address
+    kAttach,          // a channel started using it (shared ones: each channel)
+    kDetach,          // a channel stopped using it
+    kClose,           // the last channel detached: its connections close
+    kConnect,         // a connection was made
+    kConnectFailed,   // a dial failed
+    kRetire,          // a connection was retired (reason says why)
+    kPark,            // an idle connection went to the reservoir
+    kUnpark,          // and was taken by another thread
+    kHealth,          // its health check (gRFC A17) changed its answer:
+                      // reason starts with SERVING, NOT_SERVING, UNKNOWN, ...
     kConnectionLost,  // the server ended a connection (GOAWAY) or it failed
                       // (socket error, keepalive timeout): reason says how.
                       // The channel asks its resolver to resolve again.

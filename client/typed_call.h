@@ -10,10 +10,10 @@
 #ifndef RINGRPC_CLIENT_TYPED_CALL_H_
 #define RINGRPC_CLIENT_TYPED_CALL_H_
 
+#include <google/protobuf/message_lite.h>
+
 #include <memory>
 #include <string>
-
-#include <google/protobuf/message_lite.h>
 
 #include "base/task.h"
 #include "client/channel.h"

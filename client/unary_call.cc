@@ -28,11 +28,11 @@ Task<bool> HeadersArrive(transport::Call* call) {
 }  // namespace
 
 Status RecvTimeoutStatus(Duration timeout) {
-  return Status(StatusCode::DEADLINE_EXCEEDED,
-                absl::StrCat("the attempt had no answer from the server within "
-                             "perAttemptRecvTimeout (",
-                             std::chrono::duration_cast<std::chrono::milliseconds>(timeout).count(),
-                             " ms)"));
+  return Status(
+      StatusCode::DEADLINE_EXCEEDED,
+      absl::StrCat("the attempt had no answer from the server within "
+                   "perAttemptRecvTimeout (",
+                   std::chrono::duration_cast<std::chrono::milliseconds>(timeout).count(), " ms)"));
 }
 
 Task<bool> CallOpener::AnsweredWithin(ClientCall& call, Duration timeout) {
@@ -51,7 +51,7 @@ struct CallOpener::UnaryPlan {
   channel::MethodRow* metrics_row = nullptr;  // null: not recorded
   TimePoint start = Clock::now();
   AttemptPlan plan;
-  bool hedged = false;  // the method's hedgingPolicy applies
+  bool hedged = false;                       // the method's hedgingPolicy applies
   std::optional<channel::RetryState> retry;  // none: one attempt
 };
 
@@ -91,15 +91,15 @@ std::optional<Status> CallOpener::AfterUnaryAttempt(ChannelState& st, UnaryPlan&
                                                     std::optional<ByteBuffer>& reply,
                                                     bool recv_timed_out, ResponseSink response,
                                                     channel::RetryDecision* retry) {
-  channel::AttemptEnd end{.code = static_cast<int>(s.error_code()),
-                          .recv_timeout = recv_timed_out};
+  channel::AttemptEnd end{.code = static_cast<int>(s.error_code()), .recv_timeout = recv_timed_out};
   if (call != nullptr) {
     const transport::Call& ended = *call->impl_->call;
     end.server_answered = ended.initial_metadata_received();
     end.never_sent = call->never_sent();
     end.pushback = channel::ParsePushback(ended.trailing_metadata());
   }
-  const channel::RetryDecision d = p.retry ? p.retry->OnAttemptEnded(end) : channel::RetryDecision{};
+  const channel::RetryDecision d =
+      p.retry ? p.retry->OnAttemptEnded(end) : channel::RetryDecision{};
   if (s.ok()) {
     if (!reply) {
       return Status(StatusCode::INTERNAL,
@@ -130,7 +130,8 @@ Task<Status> CallOpener::Unary(std::shared_ptr<channel::ChannelState> self, std:
   }
   UnaryPlan p = PlanUnary(st, index, method, ctx, request.size());
   std::optional<Status> done;
-  if (p.hedged) done = co_await UnaryHedged(self, method, ctx, std::move(request), response, p.plan);
+  if (p.hedged)
+    done = co_await UnaryHedged(self, method, ctx, std::move(request), response, p.plan);
   // The attempts, in this frame (a unary call's warm path allocates no
   // coroutine frame of its own beyond Unary's and Open's).
   while (!done) {

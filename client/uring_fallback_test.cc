@@ -67,10 +67,12 @@ TEST(UringFallback, CallsWorkOnEpollWhenIoUringIsRefusedAndTheChannelSaysSo) {
   // The process-wide CQ threads and a channel's own both fall back.
   ChannelArguments own;
   own.SetInt("ringrpc.cq_threads", 2);
-  for (auto channel : {CreateChannel((*server)->address(), InsecureChannelCredentials()),
-                       CreateCustomChannel((*server)->address(), InsecureChannelCredentials(), own)}) {
+  for (auto channel :
+       {CreateChannel((*server)->address(), InsecureChannelCredentials()),
+        CreateCustomChannel((*server)->address(), InsecureChannelCredentials(), own)}) {
     EXPECT_EQ(channel->poller(), "epoll");
-    EXPECT_TRUE(channel->configuration_status().ok()) << channel->configuration_status().error_message();
+    EXPECT_TRUE(channel->configuration_status().ok())
+        << channel->configuration_status().error_message();
     auto stub = TestService::NewStub(channel);
     for (int i = 0; i < 20; ++i) {
       EchoResponse resp;

@@ -60,17 +60,21 @@ std::string Namespace(const FileDescriptor* file) {
 // (protoc's own rule for messages and fields).
 bool IsCppKeyword(const std::string& s) {
   static const std::set<std::string> kKeywords = {
-      "alignas", "alignof", "and", "and_eq", "asm", "auto", "bitand", "bitor", "bool",
-      "break", "case", "catch", "char", "class", "compl", "const", "constexpr",
-      "const_cast", "continue", "decltype", "default", "delete", "do", "double",
-      "dynamic_cast", "else", "enum", "explicit", "export", "extern", "false", "float",
-      "for", "friend", "goto", "if", "inline", "int", "long", "mutable", "namespace",
-      "new", "noexcept", "not", "not_eq", "nullptr", "operator", "or", "or_eq", "private",
-      "protected", "public", "register", "reinterpret_cast", "return", "short", "signed",
-      "sizeof", "static", "static_assert", "static_cast", "struct", "switch", "template",
-      "this", "thread_local", "throw", "true", "try", "typedef", "typeid", "typename",
-      "union", "unsigned", "using", "virtual", "void", "volatile", "wchar_t", "while",
-      "xor", "xor_eq", "co_await", "co_return", "co_yield", "concept", "requires"};
+      "alignas",      "alignof",  "and",       "and_eq",   "asm",       "auto",
+      "bitand",       "bitor",    "bool",      "break",    "case",      "catch",
+      "char",         "class",    "compl",     "const",    "constexpr", "const_cast",
+      "continue",     "decltype", "default",   "delete",   "do",        "double",
+      "dynamic_cast", "else",     "enum",      "explicit", "export",    "extern",
+      "false",        "float",    "for",       "friend",   "goto",      "if",
+      "inline",       "int",      "long",      "mutable",  "namespace", "new",
+      "noexcept",     "not",      "not_eq",    "nullptr",  "operator",  "or",
+      "or_eq",        "private",  "protected", "public",   "register",  "reinterpret_cast",
+      "return",       "short",    "signed",    "sizeof",   "static",    "static_assert",
+      "static_cast",  "struct",   "switch",    "template", "this",      "thread_local",
+      "throw",        "true",     "try",       "typedef",  "typeid",    "typename",
+      "union",        "unsigned", "using",     "virtual",  "void",      "volatile",
+      "wchar_t",      "while",    "xor",       "xor_eq",   "co_await",  "co_return",
+      "co_yield",     "concept",  "requires"};
   return kKeywords.count(s) != 0;
 }
 
@@ -95,8 +99,8 @@ class Generator final : public CodeGenerator {
   // Parameter: "nested_namespace=NAME" puts the stubs in
   // <package namespace>::NAME, so a program can also link grpc++'s
   // generated code for the same proto (same class names otherwise).
-  bool Generate(const FileDescriptor* file, const std::string& parameter,
-                GeneratorContext* context, std::string* error) const override {
+  bool Generate(const FileDescriptor* file, const std::string& parameter, GeneratorContext* context,
+                std::string* error) const override {
     std::string nested;
     if (!parameter.empty()) {
       const std::string key = "nested_namespace=";
@@ -108,8 +112,8 @@ class Generator final : public CodeGenerator {
       nested = parameter.substr(key.size());
     }
     // Generated names that a method may not shadow.
-    static const std::set<std::string> kReserved = {"NewStub", "Stub", "StubInterface",
-                                                    "async", "channel"};
+    static const std::set<std::string> kReserved = {"NewStub", "Stub", "StubInterface", "async",
+                                                    "channel"};
     for (int s = 0; s < file->service_count(); ++s) {
       const ServiceDescriptor* svc = file->service(s);
       for (int m = 0; m < svc->method_count(); ++m) {
@@ -174,8 +178,9 @@ class Generator final : public CodeGenerator {
                     ">>(std::move(call), status, request.SerializeAsString())";
         v["cb_params"] = "::ringrpc::ClientContext* context, const " + v["req"] +
                          "* request, ::ringrpc::ClientReadReactor<" + v["resp"] + ">* reactor";
-        v["cb_bind"] = "::ringrpc::internal::ReactorKind::kServerStreaming, "
-                       "request->SerializeAsString()";
+        v["cb_bind"] =
+            "::ringrpc::internal::ReactorKind::kServerStreaming, "
+            "request->SerializeAsString()";
       } else if (m->client_streaming() && !m->server_streaming()) {
         v["make"] = "std::make_unique<::ringrpc::ClientWriter<" + v["req"] +
                     ">>(std::move(call), status, response)";
@@ -304,9 +309,12 @@ class Generator final : public CodeGenerator {
       p.Outdent();
       p.Print(" private:\n  Stub* stub_;\n};\n");
       p.Print("async_interface* async() { return &async_; }\n");
-      p.Print("const std::shared_ptr<::ringrpc::Channel>& channel() const { return channel_; }\n\n");
+      p.Print(
+          "const std::shared_ptr<::ringrpc::Channel>& channel() const { return channel_; }\n\n");
       p.Outdent();
-      p.Print(" private:\n  std::shared_ptr<::ringrpc::Channel> channel_;\n  async_interface async_{this};\n");
+      p.Print(
+          " private:\n  std::shared_ptr<::ringrpc::Channel> channel_;\n  async_interface "
+          "async_{this};\n");
       p.Print("};\n\n");
       p.Print(
           "static std::unique_ptr<Stub> NewStub(std::shared_ptr<::ringrpc::Channel> channel) {\n"
@@ -320,9 +328,10 @@ class Generator final : public CodeGenerator {
 
   static void Source(Printer& p, const FileDescriptor* file, const std::string& base,
                      const std::string& nested) {
-    p.Print("// Generated by protoc-gen-ringrpc from $file$. Do not edit.\n"
-            "#include \"$base$.ringrpc.pb.h\"\n\n",
-            "file", file->name(), "base", base);
+    p.Print(
+        "// Generated by protoc-gen-ringrpc from $file$. Do not edit.\n"
+        "#include \"$base$.ringrpc.pb.h\"\n\n",
+        "file", file->name(), "base", base);
     std::string ns = FullNamespace(file, nested);
     if (!ns.empty()) p.Print("namespace $ns$ {\n\n", "ns", ns);
     for (int s = 0; s < file->service_count(); ++s) {
@@ -333,33 +342,34 @@ class Generator final : public CodeGenerator {
         auto v = Vars(md);
         v["cls"] = cls;
         if (!md->client_streaming() && !md->server_streaming()) {
-          p.Print(v,
-                  "::ringrpc::Status $cls$::Stub::$name$(::ringrpc::ClientContext* context, "
-                  "const $req$& request, $resp$* response) {\n"
-                  "  ::ringrpc::ByteBuffer reply;\n"
-                  "  ::ringrpc::Status s = channel_->BlockingUnaryCall(\"$path$\", context, "
-                  "request.SerializeAsString(), &reply);\n"
-                  "  return ::ringrpc::ParseReply(s, reply, response);\n}\n\n"
-                  "::ringrpc::Task<::ringrpc::Status> $cls$::Stub::$co_name$("
-                  "::ringrpc::ClientContext* context, const $req$& request, $resp$* response) {\n"
-                  "  ::ringrpc::ByteBuffer reply;\n"
-                  "  ::ringrpc::Status s = co_await channel_->Unary(\"$path$\", context, "
-                  "request.SerializeAsString(), &reply);\n"
-                  "  co_return ::ringrpc::ParseReply(s, reply, response);\n}\n\n"
-                  "void $cls$::Stub::async_interface::$name$(::ringrpc::ClientContext* context, "
-                  "const $req$* request, $resp$* response, "
-                  "std::function<void(::ringrpc::Status)> done) {\n"
-                  "  auto reply = std::make_shared<::ringrpc::ByteBuffer>();\n"
-                  "  stub_->channel_->UnaryCallAsync(\"$path$\", context, "
-                  "request->SerializeAsString(), reply.get(),\n"
-                  "      [reply, response, done = std::move(done)](::ringrpc::Status s) {\n"
-                  "        done(::ringrpc::ParseReply(s, *reply, response));\n"
-                  "      });\n}\n\n"
-                  "void $cls$::Stub::async_interface::$name$(::ringrpc::ClientContext* context, "
-                  "const $req$* request, $resp$* response, ::ringrpc::ClientUnaryReactor* reactor) {\n"
-                  "  ::ringrpc::internal::BindReactor(reactor, stub_->channel_, \"$path$\", context, "
-                  "::ringrpc::internal::ReactorKind::kUnary, request->SerializeAsString(), response);\n"
-                  "}\n\n");
+          p.Print(
+              v,
+              "::ringrpc::Status $cls$::Stub::$name$(::ringrpc::ClientContext* context, "
+              "const $req$& request, $resp$* response) {\n"
+              "  ::ringrpc::ByteBuffer reply;\n"
+              "  ::ringrpc::Status s = channel_->BlockingUnaryCall(\"$path$\", context, "
+              "request.SerializeAsString(), &reply);\n"
+              "  return ::ringrpc::ParseReply(s, reply, response);\n}\n\n"
+              "::ringrpc::Task<::ringrpc::Status> $cls$::Stub::$co_name$("
+              "::ringrpc::ClientContext* context, const $req$& request, $resp$* response) {\n"
+              "  ::ringrpc::ByteBuffer reply;\n"
+              "  ::ringrpc::Status s = co_await channel_->Unary(\"$path$\", context, "
+              "request.SerializeAsString(), &reply);\n"
+              "  co_return ::ringrpc::ParseReply(s, reply, response);\n}\n\n"
+              "void $cls$::Stub::async_interface::$name$(::ringrpc::ClientContext* context, "
+              "const $req$* request, $resp$* response, "
+              "std::function<void(::ringrpc::Status)> done) {\n"
+              "  auto reply = std::make_shared<::ringrpc::ByteBuffer>();\n"
+              "  stub_->channel_->UnaryCallAsync(\"$path$\", context, "
+              "request->SerializeAsString(), reply.get(),\n"
+              "      [reply, response, done = std::move(done)](::ringrpc::Status s) {\n"
+              "        done(::ringrpc::ParseReply(s, *reply, response));\n"
+              "      });\n}\n\n"
+              "void $cls$::Stub::async_interface::$name$(::ringrpc::ClientContext* context, "
+              "const $req$* request, $resp$* response, ::ringrpc::ClientUnaryReactor* reactor) {\n"
+              "  ::ringrpc::internal::BindReactor(reactor, stub_->channel_, \"$path$\", context, "
+              "::ringrpc::internal::ReactorKind::kUnary, request->SerializeAsString(), response);\n"
+              "}\n\n");
         } else {
           p.Print(v,
                   "$ret$ $cls$::Stub::$name$($params$) {\n"
@@ -374,21 +384,23 @@ class Generator final : public CodeGenerator {
                   "  std::unique_ptr<::ringrpc::ClientCall> call = co_await "
                   "channel_->Open(\"$path$\", context, status);\n"
                   "  if (call == nullptr) co_return nullptr;\n"
-                  "  co_return std::make_unique<::ringrpc::TypedCall<$req$, $resp$>>(std::move(call));\n"
+                  "  co_return std::make_unique<::ringrpc::TypedCall<$req$, "
+                  "$resp$>>(std::move(call));\n"
                   "}\n\n");
           if (!md->client_streaming()) {
-            p.Print(v,
-                    "::ringrpc::Task<std::unique_ptr<::ringrpc::TypedCall<$req$, $resp$>>> "
-                    "$cls$::Stub::$co_name$(::ringrpc::ClientContext* context, const $req$& request, "
-                    "::ringrpc::Status* status) {\n"
-                    "  std::unique_ptr<::ringrpc::TypedCall<$req$, $resp$>> call = "
-                    "co_await $co_name$(context, status);\n"
-                    "  if (call == nullptr) co_return nullptr;\n"
-                    "  (void)co_await call->Write(request);  // a failed write ends the call: "
-                    "Finish says why\n"
-                    "  call->WritesDone();\n"
-                    "  co_return call;\n"
-                    "}\n\n");
+            p.Print(
+                v,
+                "::ringrpc::Task<std::unique_ptr<::ringrpc::TypedCall<$req$, $resp$>>> "
+                "$cls$::Stub::$co_name$(::ringrpc::ClientContext* context, const $req$& request, "
+                "::ringrpc::Status* status) {\n"
+                "  std::unique_ptr<::ringrpc::TypedCall<$req$, $resp$>> call = "
+                "co_await $co_name$(context, status);\n"
+                "  if (call == nullptr) co_return nullptr;\n"
+                "  (void)co_await call->Write(request);  // a failed write ends the call: "
+                "Finish says why\n"
+                "  call->WritesDone();\n"
+                "  co_return call;\n"
+                "}\n\n");
           }
           p.Print(v,
                   "void $cls$::Stub::async_interface::$name$($cb_params$) {\n"

@@ -12,7 +12,6 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-
 #include "codegen/testdata/tricky.ringrpc.pb.h"
 #include "tests/proto/echo_test.ringrpc.pb.h"
 #include "tests/testing/server_process.h"
@@ -33,7 +32,8 @@ class StubTest : public ::testing::Test {
     auto s = ::ringrpc::testing::ServerProcess::Start();
     ASSERT_TRUE(s.ok()) << s.status();
     server_ = std::move(*s);
-    channel_ = ::ringrpc::CreateChannel(server_->address(), ::ringrpc::InsecureChannelCredentials());
+    channel_ =
+        ::ringrpc::CreateChannel(server_->address(), ::ringrpc::InsecureChannelCredentials());
     stub_ = TestService::NewStub(channel_);
   }
   // Runs `task` on one of the channel's CQ threads and waits for it.
@@ -492,8 +492,8 @@ TEST(CallbackReactor, StartCallWithoutAStubIsAClearErrorNotAHang) {
 TEST(CallbackReactor, AFailedOpenFailsTheQueuedOperationsThenOnDone) {
   ::ringrpc::ChannelArguments args;
   args.SetInt("ringrpc.connect_timeout_ms", 500);
-  auto ch = ::ringrpc::CreateCustomChannel("127.0.0.1:1", ::ringrpc::InsecureChannelCredentials(),
-                                           args);
+  auto ch =
+      ::ringrpc::CreateCustomChannel("127.0.0.1:1", ::ringrpc::InsecureChannelCredentials(), args);
   auto stub = TestService::NewStub(ch);
   EchoRequest req;
   Journal j;

@@ -28,12 +28,12 @@
 
 namespace {
 
+using ringrpc::Task;
 using ringrpc::pool::Lease;
 using ringrpc::pool::Pool;
 using ringrpc::pool::PoolConfig;
 using ringrpc::pool::PoolMetrics;
 using ringrpc::pool::Reservoir;
-using ringrpc::Task;
 using ringrpc::pool::ThreadContext;
 
 // An owned socket.
@@ -73,8 +73,7 @@ struct TcpManager {
     addr.sin_family = AF_INET;
     addr.sin_port = htons(port);
     addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (fd.get() < 0 ||
-        ::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    if (fd.get() < 0 || ::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
       co_return absl::UnavailableError(
           absl::StrCat("connect 127.0.0.1:", port, ": ", std::strerror(errno)));
     }
@@ -156,8 +155,8 @@ int main() {
   PoolConfig config;
   config.max_size = 2;  // per thread
   auto reservoir = std::make_shared<Reservoir<Fd>>(4);
-  auto pool = Pool<TcpManager>::Create(
-      config, std::make_shared<TcpManager>(server.port()), reservoir);
+  auto pool =
+      Pool<TcpManager>::Create(config, std::make_shared<TcpManager>(server.port()), reservoir);
   if (!pool.ok()) {
     std::fprintf(stderr, "pool: %s\n", pool.status().ToString().c_str());
     return 1;
@@ -194,8 +193,8 @@ int main() {
   PoolMetrics before_close = pool->Metrics();
   pool->Close();
   PoolMetrics m = pool->Metrics();
-  std::printf("pool_demo: %d threads x %d echo calls over loopback TCP on 127.0.0.1:%u\n",
-              kThreads, kCallsPerThread, server.port());
+  std::printf("pool_demo: %d threads x %d echo calls over loopback TCP on 127.0.0.1:%u\n", kThreads,
+              kCallsPerThread, server.port());
   std::printf("  calls ok %d, failed %d\n", ok.load(), failed.load());
   std::printf("  before close: %s\n", before_close.ToString().c_str());
   std::printf("  after close:  %s\n", m.ToString().c_str());

@@ -147,8 +147,7 @@ TEST_P(CancellationTest, DestroyedAcquireLeavesTheShardAsIfNeverStarted) {
   op.Cancel();
   home.RunReady();
 
-  EXPECT_EQ(home.Run([&] { return pool.ShardStateForTest(); }), before)
-      << path.where;
+  EXPECT_EQ(home.Run([&] { return pool.ShardStateForTest(); }), before) << path.where;
   EXPECT_TRUE(home.Run([&] { return pool.CheckShardInvariantsForTest(); }).ok());
   EXPECT_EQ(home.runtime().pending_timers(), timers_before) << path.where;
   EXPECT_EQ(pool.Metrics().acquires, uses_before) << path.where;
@@ -167,8 +166,7 @@ TEST_P(CancellationTest, DestroyedAcquireLeavesTheShardAsIfNeverStarted) {
   EXPECT_TRUE(CheckConservation(pool, *m).ok()) << CheckConservation(pool, *m);
 }
 
-INSTANTIATE_TEST_SUITE_P(EveryAwaitPoint, CancellationTest,
-                         ::testing::ValuesIn(Paths()),
+INSTANTIATE_TEST_SUITE_P(EveryAwaitPoint, CancellationTest, ::testing::ValuesIn(Paths()),
                          [](const auto& info) { return info.param.where; });
 
 // A waiter that was handed a lease but destroyed before it resumed gives

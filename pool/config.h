@@ -68,14 +68,11 @@ struct PoolConfig {
 
   // The reaper runs only when something needs doing in the background.
   bool NeedsReaper() const {
-    return min_idle > 0 || idle_timeout.has_value() ||
-           max_lifetime.has_value();
+    return min_idle > 0 || idle_timeout.has_value() || max_lifetime.has_value();
   }
   // The clock is read on the checkout/return path only when a time limit is
   // set.
-  bool NeedsClock() const {
-    return idle_timeout.has_value() || max_lifetime.has_value();
-  }
+  bool NeedsClock() const { return idle_timeout.has_value() || max_lifetime.has_value(); }
 };
 
 // OK, or INVALID_ARGUMENT naming the first field that is out of range and

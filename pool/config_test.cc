@@ -13,9 +13,7 @@ namespace {
 
 using std::chrono::seconds;
 
-TEST(PoolConfig, DefaultsAreValid) {
-  EXPECT_TRUE(ValidatePoolConfig(PoolConfig{}).ok());
-}
+TEST(PoolConfig, DefaultsAreValid) { EXPECT_TRUE(ValidatePoolConfig(PoolConfig{}).ok()); }
 
 struct BadCase {
   std::string name;
@@ -25,16 +23,18 @@ struct BadCase {
 
 TEST(PoolConfig, EachOutOfRangeFieldIsNamedInTheError) {
   std::vector<BadCase> cases = {
-      {"max_size", [](PoolConfig& c) { c.max_size = 0; },
-       "max_size must be >= 1, got 0"},
-      {"min_idle", [](PoolConfig& c) { c.max_size = 2; c.min_idle = 3; },
+      {"max_size", [](PoolConfig& c) { c.max_size = 0; }, "max_size must be >= 1, got 0"},
+      {"min_idle",
+       [](PoolConfig& c) {
+         c.max_size = 2;
+         c.min_idle = 3;
+       },
        "min_idle (3) must be <= max_size (2)"},
       {"capacity", [](PoolConfig& c) { c.max_leases_per_connection = 0; },
        "max_leases_per_connection must be >= 1, got 0"},
       {"connects", [](PoolConfig& c) { c.max_concurrent_connects = 0; },
        "max_concurrent_connects must be >= 1 when set, got 0"},
-      {"max_uses", [](PoolConfig& c) { c.max_uses = 0; },
-       "max_uses must be >= 1 when set, got 0"},
+      {"max_uses", [](PoolConfig& c) { c.max_uses = 0; }, "max_uses must be >= 1 when set, got 0"},
       {"acquire_timeout", [](PoolConfig& c) { c.acquire_timeout = seconds(0); },
        "acquire_timeout must be > 0 when set, got 0ms"},
       {"idle_timeout", [](PoolConfig& c) { c.idle_timeout = seconds(-1); },
@@ -55,8 +55,7 @@ TEST(PoolConfig, EachOutOfRangeFieldIsNamedInTheError) {
     bad.mutate(c);
     absl::Status s = ValidatePoolConfig(c);
     EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << bad.name;
-    EXPECT_THAT(std::string(s.message()), ::testing::HasSubstr(bad.message))
-        << bad.name;
+    EXPECT_THAT(std::string(s.message()), ::testing::HasSubstr(bad.message)) << bad.name;
   }
 }
 

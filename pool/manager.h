@@ -66,12 +66,9 @@ concept HasCapacity = requires(M& m, const typename M::Connection& c) {
   { m.Capacity(c) } -> std::convertible_to<uint32_t>;
 };
 template <typename M>
-concept CanDetach = requires(M& m, typename M::Connection&& c,
-                             typename M::Detached&& d) {
-  { m.Detach(std::move(c)) } ->
-      std::same_as<absl::StatusOr<typename M::Detached>>;
-  { m.Attach(std::move(d)) } ->
-      std::same_as<Task<absl::StatusOr<typename M::Connection>>>;
+concept CanDetach = requires(M& m, typename M::Connection&& c, typename M::Detached&& d) {
+  { m.Detach(std::move(c)) } -> std::same_as<absl::StatusOr<typename M::Detached>>;
+  { m.Attach(std::move(d)) } -> std::same_as<Task<absl::StatusOr<typename M::Connection>>>;
 };
 
 template <typename M>
@@ -79,7 +76,9 @@ concept HasParkable = requires(M& m, typename M::Connection& c) {
   { m.Parkable(c) } -> std::convertible_to<bool>;
 };
 template <typename M>
-concept HasQuiesce = requires(M& m, typename M::Connection& c) { m.Quiesce(c); };
+concept HasQuiesce = requires(M& m, typename M::Connection& c) {
+  m.Quiesce(c);
+};
 
 // Stand-in Detached type for managers that cannot detach; such a pool has no
 // exchange.
@@ -89,7 +88,7 @@ struct DetachedOf {
   using type = NoDetach;
 };
 template <typename M>
-  requires CanDetach<M>
+requires CanDetach<M>
 struct DetachedOf<M> {
   using type = typename M::Detached;
 };

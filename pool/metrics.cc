@@ -45,19 +45,17 @@ PoolMetrics& PoolMetrics::operator+=(const PoolMetrics& o) {
 }
 
 std::string PoolMetrics::ToString() const {
-  std::string s = absl::StrCat(
-      "created=", created, " closed=", closed, " live=", live,
-      " parked=", parked, " taken=", taken, " cleared=", cleared,
-      " leases=", leases, " acquires=", acquires, " waits=", waits,
-      " timeouts=", timeouts, " connect_failures=", connect_failures,
-      " recycle_failures=", recycle_failures, " parks=", parks,
-      " unparked=", unparked, " poisoned=", poisoned, " retired{");
+  std::string s =
+      absl::StrCat("created=", created, " closed=", closed, " live=", live, " parked=", parked,
+                   " taken=", taken, " cleared=", cleared, " leases=", leases,
+                   " acquires=", acquires, " waits=", waits, " timeouts=", timeouts,
+                   " connect_failures=", connect_failures, " recycle_failures=", recycle_failures,
+                   " parks=", parks, " unparked=", unparked, " poisoned=", poisoned, " retired{");
   bool first = true;
   for (size_t i = 1; i < kRetireReasonCount; ++i) {
     if (retired[i] == 0) continue;
     absl::StrAppend(&s, first ? "" : " ",
-                    std::string(RetireReasonName(static_cast<RetireReason>(i))), "=",
-                    retired[i]);
+                    std::string(RetireReasonName(static_cast<RetireReason>(i))), "=", retired[i]);
     first = false;
   }
   absl::StrAppend(&s, "}");

@@ -24,12 +24,10 @@ namespace ringrpc::pool {
 class OwnedCounter {
  public:
   void Add(uint64_t n = 1) {
-    v_.store(v_.load(std::memory_order_relaxed) + n,
-             std::memory_order_relaxed);
+    v_.store(v_.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
   }
   void Sub(uint64_t n = 1) {
-    v_.store(v_.load(std::memory_order_relaxed) - n,
-             std::memory_order_relaxed);
+    v_.store(v_.load(std::memory_order_relaxed) - n, std::memory_order_relaxed);
   }
   uint64_t Get() const { return v_.load(std::memory_order_relaxed); }
 
@@ -38,30 +36,28 @@ class OwnedCounter {
 };
 
 struct PoolMetrics {
-  uint64_t created = 0;           // connects that succeeded
-  uint64_t closed = 0;            // connections the pool destroyed
-  uint64_t live = 0;              // connections held by shards now
-  uint64_t parked = 0;            // connections in the exchange now (or
-                                  // popped and being attached)
-  uint64_t taken = 0;             // handed out for good by Lease::Take()
-  uint64_t cleared = 0;           // dropped from the exchange by Clear()
-  uint64_t leases = 0;            // leases outstanding now
-  uint64_t acquires = 0;          // leases granted
-  uint64_t waits = 0;             // acquires that had to wait
-  uint64_t timeouts = 0;          // acquires that hit acquire_timeout
-  uint64_t connect_failures = 0;  // connects that failed
-  uint64_t recycle_failures = 0;  // recycles that said no
-  uint64_t parks = 0;             // connections given to the exchange
-  uint64_t unparked = 0;          // connections taken from it and attached
-  uint64_t poisoned = 0;          // leases that called Poison()
+  uint64_t created = 0;                                // connects that succeeded
+  uint64_t closed = 0;                                 // connections the pool destroyed
+  uint64_t live = 0;                                   // connections held by shards now
+  uint64_t parked = 0;                                 // connections in the exchange now (or
+                                                       // popped and being attached)
+  uint64_t taken = 0;                                  // handed out for good by Lease::Take()
+  uint64_t cleared = 0;                                // dropped from the exchange by Clear()
+  uint64_t leases = 0;                                 // leases outstanding now
+  uint64_t acquires = 0;                               // leases granted
+  uint64_t waits = 0;                                  // acquires that had to wait
+  uint64_t timeouts = 0;                               // acquires that hit acquire_timeout
+  uint64_t connect_failures = 0;                       // connects that failed
+  uint64_t recycle_failures = 0;                       // recycles that said no
+  uint64_t parks = 0;                                  // connections given to the exchange
+  uint64_t unparked = 0;                               // connections taken from it and attached
+  uint64_t poisoned = 0;                               // leases that called Poison()
   std::array<uint64_t, kRetireReasonCount> retired{};  // closed, by reason
 
   // created == closed + live + parked + taken + cleared, where `created`
   // includes connections attached from the exchange only once: a connection
   // moved between threads is counted created where it was dialled.
-  bool Conserved() const {
-    return created == closed + live + parked + taken + cleared;
-  }
+  bool Conserved() const { return created == closed + live + parked + taken + cleared; }
   uint64_t retired_total() const {
     uint64_t n = 0;
     for (uint64_t r : retired) n += r;
@@ -76,9 +72,8 @@ struct PoolMetrics {
 struct ShardCounters {
   // attaching: popped from the exchange, attach in progress; reported as
   // parked until attached, so conservation holds across the await.
-  OwnedCounter created, closed, live, attaching, taken, leases, acquires, waits,
-      timeouts, connect_failures, recycle_failures, parks, unparked,
-      poisoned;
+  OwnedCounter created, closed, live, attaching, taken, leases, acquires, waits, timeouts,
+      connect_failures, recycle_failures, parks, unparked, poisoned;
   std::array<OwnedCounter, kRetireReasonCount> retired;
 
   void Retire(RetireReason r) {

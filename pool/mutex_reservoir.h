@@ -10,10 +10,10 @@
 #define RINGRPC_POOL_MUTEX_RESERVOIR_H_
 
 #include <deque>
-#include "base/mutex.h"
 #include <optional>
 
 #include "absl/base/thread_annotations.h"
+#include "base/mutex.h"
 #include "pool/exchange.h"
 
 namespace ringrpc::pool {
@@ -21,8 +21,7 @@ namespace ringrpc::pool {
 template <typename D>
 class MutexReservoir final : public Exchange<D> {
  public:
-  explicit MutexReservoir(size_t capacity)
-      : capacity_(capacity == 0 ? 1 : capacity) {}
+  explicit MutexReservoir(size_t capacity) : capacity_(capacity == 0 ? 1 : capacity) {}
 
   bool TryAdmit() override {
     MutexLock lock(&mu_);

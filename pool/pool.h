@@ -76,8 +76,7 @@ class Lease {
   // Ends the lease now (idempotent).
   void Release() {
     if (slot_ == nullptr) return;
-    std::exchange(shard_, nullptr)->Return(std::exchange(slot_, nullptr),
-                                           poisoned_);
+    std::exchange(shard_, nullptr)->Return(std::exchange(slot_, nullptr), poisoned_);
   }
 
   // Takes the connection out of the pool for good (counted as `taken`).
@@ -102,8 +101,7 @@ class Lease {
 
  private:
   friend class Pool<M>;
-  Lease(internal::Shard<M>* shard, internal::Slot<M>* slot)
-      : shard_(shard), slot_(slot) {}
+  Lease(internal::Shard<M>* shard, internal::Slot<M>* slot) : shard_(shard), slot_(slot) {}
 
   internal::Shard<M>* shard_ = nullptr;
   internal::Slot<M>* slot_ = nullptr;
@@ -119,9 +117,8 @@ class Pool {
   // Validates `config` (INVALID_ARGUMENT naming the bad field) and builds a
   // pool. `exchange`, if given, moves idle connections between threads; it
   // needs a manager that can detach, and must serve this pool alone.
-  static absl::StatusOr<Pool> Create(
-      PoolConfig config, std::shared_ptr<M> manager,
-      std::shared_ptr<Exchange<Detached>> exchange = nullptr) {
+  static absl::StatusOr<Pool> Create(PoolConfig config, std::shared_ptr<M> manager,
+                                     std::shared_ptr<Exchange<Detached>> exchange = nullptr) {
     if (absl::Status s = ValidatePoolConfig(config); !s.ok()) return s;
     if (manager == nullptr) {
       return absl::InvalidArgumentError("pool: manager must not be null");
@@ -229,8 +226,7 @@ class Pool {
       return shard->ClosedError();
     }
     if (internal::Slot<M>* s = shard->TryLeaseFast()) return Lease<M>(shard, s);
-    return absl::ResourceExhaustedError(
-        "pool: no connection with a free lease on this thread");
+    return absl::ResourceExhaustedError("pool: no connection with a free lease on this thread");
   }
 
   // Retires every connection made so far, on every thread, lazily: each is
@@ -263,9 +259,7 @@ class Pool {
   }
 
   bool closed() const { return inner_->closed.load(std::memory_order_relaxed); }
-  uint64_t generation() const {
-    return inner_->generation.load(std::memory_order_relaxed);
-  }
+  uint64_t generation() const { return inner_->generation.load(std::memory_order_relaxed); }
   uint64_t id() const { return inner_->id; }
   const PoolConfig& config() const { return inner_->config; }
 
@@ -275,18 +269,16 @@ class Pool {
 
   // This thread's shard, for tests (created if absent).
   ShardState ShardStateForTest() const { return LocalShard()->State(); }
-  absl::Status CheckShardInvariantsForTest() const {
-    return LocalShard()->CheckInvariants();
-  }
+  absl::Status CheckShardInvariantsForTest() const { return LocalShard()->CheckInvariants(); }
 
  private:
-  explicit Pool(std::shared_ptr<internal::Inner<M>> inner)
-      : inner_(std::move(inner)) {}
+  explicit Pool(std::shared_ptr<internal::Inner<M>> inner) : inner_(std::move(inner)) {}
 
   internal::Shard<M>* LocalShard() const {
     ThreadContext& ctx = ThreadContext::Current();
     ShardBase* b = ctx.FindShard(inner_->id);
-    if (b == nullptr) [[unlikely]] return CreateShard(ctx);
+    if (b == nullptr) [[unlikely]]
+      return CreateShard(ctx);
     return static_cast<internal::Shard<M>*>(b);
   }
 

@@ -20,8 +20,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     driver.Step(data[i], data[i + 1]);
     absl::Status s = driver.Check();
     if (!s.ok()) {
-      std::fprintf(stderr, "invariant broken at step %zu: %s\n", (i - 4) / 2,
-                   s.ToString().c_str());
+      std::fprintf(stderr, "invariant broken at step %zu: %s\n", (i - 4) / 2, s.ToString().c_str());
       std::abort();
     }
   }

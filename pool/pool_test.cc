@@ -20,7 +20,6 @@ namespace {
 
 using std::chrono::milliseconds;
 using std::chrono::seconds;
-using ::testing::HasSubstr;
 using testing::AcquireResult;
 using testing::AcquireTask;
 using testing::CheckConservation;
@@ -29,12 +28,12 @@ using testing::FakeLease;
 using testing::FakeManager;
 using testing::FakePool;
 using testing::FakeThread;
+using ::testing::HasSubstr;
 using testing::Started;
 
 class PoolTest : public ::testing::Test {
  protected:
-  FakePool Make(PoolConfig config,
-                std::shared_ptr<Exchange<FakeDetached>> exchange = nullptr) {
+  FakePool Make(PoolConfig config, std::shared_ptr<Exchange<FakeDetached>> exchange = nullptr) {
     config.lifetime_jitter = 0;
     absl::StatusOr<FakePool> p = FakePool::Create(config, m_, exchange);
     EXPECT_TRUE(p.ok()) << p.status();
@@ -42,9 +41,7 @@ class PoolTest : public ::testing::Test {
   }
 
   // Starts an acquire on `t`; it runs until it completes or suspends.
-  Started<AcquireResult> Start(FakePool& pool, FakeThread& t) {
-    return t.Start(AcquireTask(pool));
-  }
+  Started<AcquireResult> Start(FakePool& pool, FakeThread& t) { return t.Start(AcquireTask(pool)); }
 
   // Acquires on `t`, which must complete without the clock moving.
   FakeLease Acquire(FakePool& pool, FakeThread& t) {
@@ -62,8 +59,7 @@ class PoolTest : public ::testing::Test {
 
   void CheckAll(FakePool& pool, FakeThread& t) {
     EXPECT_TRUE(t.Run([&] { return pool.CheckShardInvariantsForTest(); }).ok());
-    EXPECT_TRUE(CheckConservation(pool, *m_).ok())
-        << CheckConservation(pool, *m_);
+    EXPECT_TRUE(CheckConservation(pool, *m_).ok()) << CheckConservation(pool, *m_);
   }
 
   std::shared_ptr<FakeManager> m_ = std::make_shared<FakeManager>();
@@ -90,11 +86,9 @@ TEST_F(PoolTest, FirstAcquireDialsAndReturnReusesTheSameConnection) {
   {
     FakeLease a = Acquire(pool, t_);
     first = a->id;
-    EXPECT_EQ(State(pool, t_),
-              (ShardState{.size = 1, .connections = 1, .leases = 1}));
+    EXPECT_EQ(State(pool, t_), (ShardState{.size = 1, .connections = 1, .leases = 1}));
   }
-  EXPECT_EQ(State(pool, t_),
-            (ShardState{.size = 1, .connections = 1, .idle = 1, .available = 1}));
+  EXPECT_EQ(State(pool, t_), (ShardState{.size = 1, .connections = 1, .idle = 1, .available = 1}));
   FakeLease b = Acquire(pool, t_);
   EXPECT_EQ(b->id, first);
   EXPECT_EQ(b.uses(), 2u);
@@ -126,8 +120,8 @@ TEST_F(PoolTest, LeasesShareAConnectionUpToItsCapacity) {
   EXPECT_EQ(leases[0]->id, leases[1]->id);
   EXPECT_EQ(leases[0]->id, leases[2]->id);
   EXPECT_NE(leases[0]->id, leases[3]->id);
-  EXPECT_EQ(State(pool, t_), (ShardState{.size = 2, .connections = 2,
-                                         .available = 1, .leases = 4}));
+  EXPECT_EQ(State(pool, t_),
+            (ShardState{.size = 2, .connections = 2, .available = 1, .leases = 4}));
   // One lease back: the first connection has room again and is reused
   // before anything else.
   uint64_t first = leases[1]->id;
@@ -164,12 +158,10 @@ TEST_F(PoolTest, AtMaxSizeWaitersAreServedInArrivalOrder) {
   EXPECT_EQ(pool.Metrics().waits, 2u);
 
   held.Release();  // handed to w1 directly, not to the free list
-  EXPECT_EQ(State(pool, t_), (ShardState{.size = 1, .connections = 1,
-                                         .leases = 1, .waiters = 1,
-                                         .granted = 1}));
+  EXPECT_EQ(State(pool, t_),
+            (ShardState{.size = 1, .connections = 1, .leases = 1, .waiters = 1, .granted = 1}));
   // A newcomer cannot overtake the waiters.
-  EXPECT_EQ(pool.TryAcquire().status().code(),
-            absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(pool.TryAcquire().status().code(), absl::StatusCode::kResourceExhausted);
   t_.RunReady();
   ASSERT_TRUE(w1.done());
   ASSERT_TRUE(w1.result().ok());
@@ -208,11 +200,9 @@ TEST_F(PoolTest, AcquireTimeoutSaysDeadlineExceededWithoutAConnectError) {
   t_.AdvanceBy(milliseconds(1));
   ASSERT_TRUE(op.done());
   EXPECT_EQ(op.result().status().code(), absl::StatusCode::kDeadlineExceeded);
-  EXPECT_THAT(op.result().status().message(),
-              HasSubstr("timed out after 100ms"));
+  EXPECT_THAT(op.result().status().message(), HasSubstr("timed out after 100ms"));
   EXPECT_EQ(pool.Metrics().timeouts, 1u);
-  EXPECT_EQ(State(pool, t_),
-            (ShardState{.size = 1, .connections = 1, .leases = 1}));
+  EXPECT_EQ(State(pool, t_), (ShardState{.size = 1, .connections = 1, .leases = 1}));
   CheckAll(pool, t_);
 }
 
@@ -235,8 +225,7 @@ TEST_F(PoolTest, AcquireTimeoutCarriesTheLastConnectError) {
   EXPECT_THAT(op.result().status().message(),
               HasSubstr("last connect error: UNAVAILABLE: fake connect #2 refused"));
   // The cancelled dial gave its budget back.
-  EXPECT_EQ(State(pool, t_),
-            (ShardState{.size = 1, .connections = 1, .leases = 1}));
+  EXPECT_EQ(State(pool, t_), (ShardState{.size = 1, .connections = 1, .leases = 1}));
   CheckAll(pool, t_);
 }
 
@@ -331,8 +320,7 @@ TEST_F(PoolTest, ReaperRefillsToMinIdleButNotWhileAWaiterIsParked) {
   FakePool pool = Make(c);
   (void)State(pool, t_);  // first touch makes the shard and its reaper
   t_.AdvanceBy(seconds(1));
-  EXPECT_EQ(State(pool, t_), (ShardState{.size = 2, .connections = 2,
-                                         .idle = 2, .available = 2}));
+  EXPECT_EQ(State(pool, t_), (ShardState{.size = 2, .connections = 2, .idle = 2, .available = 2}));
   std::vector<FakeLease> leases;
   for (int i = 0; i < 3; ++i) leases.push_back(Acquire(pool, t_));
   Started<AcquireResult> waiter = Start(pool, t_);
@@ -467,8 +455,7 @@ TEST_F(PoolTest, EachThreadHasItsOwnShard) {
   uint64_t here = Acquire(pool, t_)->id;
   FakeLease there = other.Run([&] { return Acquire(pool, other); });
   EXPECT_NE(there->id, here);  // never another thread's connection
-  EXPECT_EQ(State(pool, other),
-            (ShardState{.size = 1, .connections = 1, .leases = 1}));
+  EXPECT_EQ(State(pool, other), (ShardState{.size = 1, .connections = 1, .leases = 1}));
   EXPECT_EQ(pool.Metrics().created, 2u);
   other.Run([&] { there.Release(); });
   EXPECT_TRUE(CheckConservation(pool, *m_).ok());
@@ -548,8 +535,8 @@ TEST_F(PoolTest, OneDialServesEveryQueuedCallItHasRoomFor) {
     EXPECT_EQ((*op.result())->id, 1u);
   }
   EXPECT_EQ(m_->connects_started(), 1u);
-  EXPECT_EQ(State(pool, t_), (ShardState{.size = 1, .connections = 1,
-                                         .available = 1, .leases = 5}));
+  EXPECT_EQ(State(pool, t_),
+            (ShardState{.size = 1, .connections = 1, .available = 1, .leases = 5}));
   for (auto& op : ops) op.result()->Release();
   CheckAll(pool, t_);
 }
@@ -565,24 +552,22 @@ TEST_F(PoolTest, ObserverHearsEveryLifecycleEvent) {
   c.observer = observer;
   FakePool pool = Make(c, std::make_shared<Reservoir<FakeDetached>>(2));
   FakeThread other;
-  Acquire(pool, t_);  // connect, then parked on return
+  Acquire(pool, t_);                                  // connect, then parked on return
   other.Run([&] { Acquire(pool, other).Poison(); });  // unpark, poisoned
   m_->fail_connects = 1;
   Start(pool, t_);  // a failed dial
   using K = PoolEventKind;
   using R = RetireReason;
-  EXPECT_EQ(observer->events,
-            (std::vector<std::pair<K, R>>{{K::kConnect, R::kNone},
-                                          {K::kPark, R::kNone},
-                                          {K::kUnpark, R::kNone},
-                                          {K::kRetire, R::kPoisoned},
-                                          {K::kConnectFailed, R::kNone}}));
+  EXPECT_EQ(observer->events, (std::vector<std::pair<K, R>>{{K::kConnect, R::kNone},
+                                                            {K::kPark, R::kNone},
+                                                            {K::kUnpark, R::kNone},
+                                                            {K::kRetire, R::kPoisoned},
+                                                            {K::kConnectFailed, R::kNone}}));
 }
 
 // ---- the exchange -----------------------------------------------------------
 
-class ExchangeTest : public PoolTest,
-                     public ::testing::WithParamInterface<bool> {
+class ExchangeTest : public PoolTest, public ::testing::WithParamInterface<bool> {
  protected:
   std::shared_ptr<Exchange<FakeDetached>> NewExchange(size_t capacity) {
     if (GetParam()) {
@@ -631,8 +616,7 @@ TEST_P(ExchangeTest, FullExchangeRefusesAndTheConnectionStaysLocal) {
   a.Release();  // parked
   b.Release();  // refused: stays
   EXPECT_EQ(ex->parked(), 1u);
-  EXPECT_EQ(State(pool, t_), (ShardState{.size = 1, .connections = 1,
-                                         .idle = 1, .available = 1}));
+  EXPECT_EQ(State(pool, t_), (ShardState{.size = 1, .connections = 1, .idle = 1, .available = 1}));
   CheckAll(pool, t_);
 }
 
@@ -738,9 +722,7 @@ TEST_P(ExchangeTest, InvalidateAndCloseClearTheExchange) {
 }
 
 INSTANTIATE_TEST_SUITE_P(LockFreeAndMutex, ExchangeTest, ::testing::Bool(),
-                         [](const auto& info) {
-                           return info.param ? "LockFree" : "Mutex";
-                         });
+                         [](const auto& info) { return info.param ? "LockFree" : "Mutex"; });
 
 }  // namespace
 }  // namespace ringrpc::pool

@@ -40,8 +40,8 @@ TEST(PoolProperty, InvariantsHoldAfterEveryStep) {
       uint8_t arg = static_cast<uint8_t>(rng());
       d.Step(op, arg);
       absl::Status s = d.Check();
-      ASSERT_TRUE(s.ok()) << "seed " << BaseSeed() + run << " step " << i
-                          << " op " << int(op % 16) << ": " << s;
+      ASSERT_TRUE(s.ok()) << "seed " << BaseSeed() + run << " step " << i << " op " << int(op % 16)
+                          << ": " << s;
     }
     absl::Status s = d.Finish();
     ASSERT_TRUE(s.ok()) << "seed " << BaseSeed() + run << " at finish: " << s;
@@ -56,19 +56,18 @@ TEST(PoolProperty, InvariantsHoldAfterEveryStep) {
   }
   // The operations reached the interesting paths (a property test that
   // never parks or times out proves little about parking or timeouts).
-  std::printf("property test: %llu steps; %s\n",
-              static_cast<unsigned long long>(done), sum.ToString().c_str());
+  std::printf("property test: %llu steps; %s\n", static_cast<unsigned long long>(done),
+              sum.ToString().c_str());
   if (total >= 100000) {
     EXPECT_GT(sum.waits, 0u);
     EXPECT_GT(sum.timeouts, 0u);
     EXPECT_GT(sum.parks, 0u);
     EXPECT_GT(sum.unparked, 0u);
     for (RetireReason r :
-         {RetireReason::kGeneration, RetireReason::kMaxLifetime,
-          RetireReason::kIdleTimeout, RetireReason::kMaxUses,
-          RetireReason::kPoisoned, RetireReason::kPoolClosed,
-          RetireReason::kRecycleFailed, RetireReason::kDetachFailed,
-          RetireReason::kAttachFailed, RetireReason::kShardGone}) {
+         {RetireReason::kGeneration, RetireReason::kMaxLifetime, RetireReason::kIdleTimeout,
+          RetireReason::kMaxUses, RetireReason::kPoisoned, RetireReason::kPoolClosed,
+          RetireReason::kRecycleFailed, RetireReason::kDetachFailed, RetireReason::kAttachFailed,
+          RetireReason::kShardGone}) {
       EXPECT_GT(sum.retired[size_t(r)], 0u) << RetireReasonName(r);
     }
   }

@@ -47,15 +47,12 @@ class Reservoir final : public Exchange<D> {
     size_t n = admitted_.load(std::memory_order_relaxed);
     do {
       if (n >= capacity_) return false;
-    } while (!admitted_.compare_exchange_weak(n, n + 1,
-                                              std::memory_order_acq_rel,
+    } while (!admitted_.compare_exchange_weak(n, n + 1, std::memory_order_acq_rel,
                                               std::memory_order_relaxed));
     return true;
   }
 
-  void CancelAdmit() override {
-    admitted_.fetch_sub(1, std::memory_order_acq_rel);
-  }
+  void CancelAdmit() override { admitted_.fetch_sub(1, std::memory_order_acq_rel); }
 
   void Push(Parked<D> parked) override {
     size_t pos = enqueue_pos_.load(std::memory_order_relaxed);
@@ -65,8 +62,7 @@ class Reservoir final : public Exchange<D> {
       size_t seq = cell->seq.load(std::memory_order_acquire);
       auto dif = static_cast<std::ptrdiff_t>(seq - pos);
       if (dif == 0) {
-        if (enqueue_pos_.compare_exchange_weak(pos, pos + 1,
-                                               std::memory_order_relaxed)) {
+        if (enqueue_pos_.compare_exchange_weak(pos, pos + 1, std::memory_order_relaxed)) {
           break;
         }
       } else {
@@ -88,8 +84,7 @@ class Reservoir final : public Exchange<D> {
       size_t seq = cell->seq.load(std::memory_order_acquire);
       auto dif = static_cast<std::ptrdiff_t>(seq - (pos + 1));
       if (dif == 0) {
-        if (dequeue_pos_.compare_exchange_weak(pos, pos + 1,
-                                               std::memory_order_relaxed)) {
+        if (dequeue_pos_.compare_exchange_weak(pos, pos + 1, std::memory_order_relaxed)) {
           break;
         }
       } else if (dif < 0) {
@@ -114,12 +109,8 @@ class Reservoir final : public Exchange<D> {
   }
 
   size_t capacity() const override { return capacity_; }
-  size_t admitted() const override {
-    return admitted_.load(std::memory_order_relaxed);
-  }
-  size_t parked() const override {
-    return parked_.load(std::memory_order_relaxed);
-  }
+  size_t admitted() const override { return admitted_.load(std::memory_order_relaxed); }
+  size_t parked() const override { return parked_.load(std::memory_order_relaxed); }
 
  private:
   struct Cell {

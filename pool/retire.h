@@ -56,13 +56,12 @@ struct SlotMeta {
 // fraction in [0, config.lifetime_jitter) drawn from `random` (never
 // lengthens it, so the connection always retires before a server-side limit
 // of the same value would fire).
-SlotMeta NewSlotMeta(const PoolConfig& config, TimePoint now,
-                     uint64_t generation, uint64_t random);
+SlotMeta NewSlotMeta(const PoolConfig& config, TimePoint now, uint64_t generation, uint64_t random);
 
 // Reason `meta` must retire now, or kNone. Order of precedence: generation,
 // max uses, lifetime, idle (idle only when `idle` is true, i.e. no lease).
-RetireReason CheckRetirement(const SlotMeta& meta, const PoolConfig& config,
-                             TimePoint now, uint64_t generation, bool idle);
+RetireReason CheckRetirement(const SlotMeta& meta, const PoolConfig& config, TimePoint now,
+                             uint64_t generation, bool idle);
 
 }  // namespace ringrpc::pool
 

@@ -1,9 +1,10 @@
 #include "pool/retire.h"
-#include "base/random.h"
 
 #include <gtest/gtest.h>
 
 #include <set>
+
+#include "base/random.h"
 
 namespace ringrpc::pool {
 namespace {
@@ -31,15 +32,11 @@ TEST(Retirement, EachReasonIsReportedForWhatItIs) {
   SlotMeta used = m;
   used.uses = 3;
   EXPECT_EQ(CheckRetirement(used, c, kT0, 7, false), RetireReason::kMaxUses);
-  EXPECT_EQ(CheckRetirement(m, c, kT0 + seconds(60), 7, false),
-            RetireReason::kMaxLifetime);
-  EXPECT_EQ(CheckRetirement(m, c, kT0 + seconds(10), 7, true),
-            RetireReason::kIdleTimeout);
+  EXPECT_EQ(CheckRetirement(m, c, kT0 + seconds(60), 7, false), RetireReason::kMaxLifetime);
+  EXPECT_EQ(CheckRetirement(m, c, kT0 + seconds(10), 7, true), RetireReason::kIdleTimeout);
   // Idle time only counts when the connection has no lease.
-  EXPECT_EQ(CheckRetirement(m, c, kT0 + seconds(10), 7, false),
-            RetireReason::kNone);
-  EXPECT_EQ(CheckRetirement(m, c, kT0 + seconds(10) - std::chrono::nanoseconds(1),
-                            7, true),
+  EXPECT_EQ(CheckRetirement(m, c, kT0 + seconds(10), 7, false), RetireReason::kNone);
+  EXPECT_EQ(CheckRetirement(m, c, kT0 + seconds(10) - std::chrono::nanoseconds(1), 7, true),
             RetireReason::kNone);
 }
 
@@ -49,8 +46,7 @@ TEST(Retirement, GenerationTakesPrecedence) {
   c.max_uses = 1;
   SlotMeta m = NewSlotMeta(c, kT0, 1, 0);
   m.uses = 5;
-  EXPECT_EQ(CheckRetirement(m, c, kT0 + seconds(9), 2, true),
-            RetireReason::kGeneration);
+  EXPECT_EQ(CheckRetirement(m, c, kT0 + seconds(9), 2, true), RetireReason::kGeneration);
 }
 
 TEST(Retirement, JitterOnlyShortensAndSpreadsLimits) {
@@ -75,8 +71,7 @@ TEST(Retirement, NoLimitsMeansNeverByTime) {
   PoolConfig c;
   SlotMeta m = NewSlotMeta(c, kT0, 0, 99);
   EXPECT_EQ(m.expires_at, TimePoint::max());
-  EXPECT_EQ(CheckRetirement(m, c, kT0 + std::chrono::hours(10000), 0, true),
-            RetireReason::kNone);
+  EXPECT_EQ(CheckRetirement(m, c, kT0 + std::chrono::hours(10000), 0, true), RetireReason::kNone);
 }
 
 TEST(Retirement, EveryReasonHasAName) {

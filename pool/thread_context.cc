@@ -23,8 +23,7 @@ ThreadContext& ThreadContext::Implicit() {
   return implicit_context;
 }
 
-ShardBase* ThreadContext::AddShard(uint64_t pool_id,
-                                   std::unique_ptr<ShardBase> shard) {
+ShardBase* ThreadContext::AddShard(uint64_t pool_id, std::unique_ptr<ShardBase> shard) {
   shards_.emplace_back(pool_id, std::move(shard));
   cached_id_ = pool_id;
   cached_shard_ = shards_.back().second.get();
@@ -54,9 +53,7 @@ void ThreadContext::OnTimer() {
   finished.clear();
 }
 
-ThreadContext::Scope::Scope(ThreadContext* ctx) : previous_(tls_current_) {
-  tls_current_ = ctx;
-}
+ThreadContext::Scope::Scope(ThreadContext* ctx) : previous_(tls_current_) { tls_current_ = ctx; }
 
 ThreadContext::Scope::~Scope() { tls_current_ = previous_; }
 

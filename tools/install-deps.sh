@@ -5,7 +5,7 @@ set -euo pipefail
 
 PACKAGES=(
   bazel-bootstrap bazel-platforms bazel-skylib bazel-rules-proto bazel-rules-java
-  g++ clang libclang-rt-14-dev
+  g++ clang clang-format libclang-rt-14-dev
   libgrpc++-dev protobuf-compiler-grpc libre2-dev
   libprotobuf-dev libprotoc-dev protobuf-compiler
   libabsl-dev liburing-dev libnghttp2-dev libssl-dev libc-ares-dev

@@ -29,7 +29,7 @@ namespace ringrpc::channel {
 class OwnedHistogram {
  public:
   explicit OwnedHistogram(std::span<const double> bounds);
-  void Record(double v);                                   // the owner thread
+  void Record(double v);                                  // the owner thread
   void AddTo(CallMetricsSnapshot::Histogram* out) const;  // any thread
 
  private:
@@ -74,8 +74,7 @@ class CallMetricsTable {
  public:
   // A shard per CQ thread; `recorder` (may be null) hears every event too;
   // with `keep` false only the recorder does (Snapshot() is empty).
-  CallMetricsTable(size_t threads, std::shared_ptr<CallMetricsRecorder> recorder,
-                   bool keep = true);
+  CallMetricsTable(size_t threads, std::shared_ptr<CallMetricsRecorder> recorder, bool keep = true);
 
   // Set before the first call (the channel's target, A66's grpc.target).
   void set_target(std::string target) { target_ = std::move(target); }

@@ -28,9 +28,9 @@ const CallMetricsSnapshot::Ended* Find(const CallMetricsSnapshot& s, const std::
 
 TEST(CallMetricsTable, BucketsAreA66sAndAValueLandsInTheFirstBoundAtOrAboveIt) {
   OwnedHistogram h(CallLatencyBucketsSeconds());
-  h.Record(0.0005);   // (0.0003, 0.0006]
-  h.Record(0.0006);   // the bound itself belongs to its bucket
-  h.Record(1000.0);   // above every bound
+  h.Record(0.0005);  // (0.0003, 0.0006]
+  h.Record(0.0006);  // the bound itself belongs to its bucket
+  h.Record(1000.0);  // above every bound
   CallMetricsSnapshot::Histogram out;
   h.AddTo(&out);
   ASSERT_EQ(out.bounds.size(), 40u);
@@ -155,10 +155,12 @@ TEST(CallMetricsTable, PrometheusTextHasA66NamesCumulativeBucketsAndEscapedLabel
   EXPECT_THAT(text, HasSubstr("grpc_client_attempt_duration_seconds_bucket{" + labels +
                               ",le=\"100\"} 1\n"));
   EXPECT_THAT(text, HasSubstr("grpc_client_attempt_duration_seconds_count{" + labels + "} 1\n"));
-  EXPECT_THAT(text, HasSubstr("grpc_client_attempt_sent_total_compressed_message_size_bytes_bucket{" +
-                              labels + ",le=\"4096\"} 0\n"));
-  EXPECT_THAT(text, HasSubstr("grpc_client_attempt_sent_total_compressed_message_size_bytes_bucket{" +
-                              labels + ",le=\"16384\"} 1\n"));
+  EXPECT_THAT(text,
+              HasSubstr("grpc_client_attempt_sent_total_compressed_message_size_bytes_bucket{" +
+                        labels + ",le=\"4096\"} 0\n"));
+  EXPECT_THAT(text,
+              HasSubstr("grpc_client_attempt_sent_total_compressed_message_size_bytes_bucket{" +
+                        labels + ",le=\"16384\"} 1\n"));
   EXPECT_THAT(text, HasSubstr("grpc_client_attempt_sent_total_compressed_message_size_bytes_sum{" +
                               labels + "} 5000\n"));
   EXPECT_THAT(text, HasSubstr("grpc_client_call_duration_seconds_count{" + labels + "} 1\n"));

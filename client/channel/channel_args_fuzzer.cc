@@ -33,7 +33,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       args.SetServiceConfigJSON(std::string(line));
       continue;
     }
-    std::pair<absl::string_view, absl::string_view> kv = absl::StrSplit(line, absl::MaxSplits('=', 1));
+    std::pair<absl::string_view, absl::string_view> kv =
+        absl::StrSplit(line, absl::MaxSplits('=', 1));
     int n = 0;
     if (absl::SimpleAtoi(kv.second, &n)) {
       args.SetInt(std::string(kv.first), n);

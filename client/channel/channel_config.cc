@@ -1,7 +1,6 @@
 #include "client/channel/channel_config.h"
 
 #include <climits>
-
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
@@ -28,8 +27,8 @@ class Reader {
       return;
     }
     if (*v < lo || *v > hi) {
-      status_ = absl::InvalidArgumentError(absl::StrCat(
-          "channel argument ", key, " must be in [", lo, ", ", hi, "], got ", *v));
+      status_ = absl::InvalidArgumentError(
+          absl::StrCat("channel argument ", key, " must be in [", lo, ", ", hi, "], got ", *v));
       return;
     }
     set(*v);
@@ -62,9 +61,8 @@ Duration Ms(int v) { return Duration(milliseconds(v)); }
 
 // grpc.* keys that shape one connection: limits and keepalive.
 void ReadConnectionArgs(Reader& r, transport::ConnectionOptions& conn) {
-  r.Int("grpc.max_receive_message_length", -1, INT_MAX, [&](int v) {
-    conn.max_receive_message_size = v < 0 ? UINT32_MAX : uint32_t(v);
-  });
+  r.Int("grpc.max_receive_message_length", -1, INT_MAX,
+        [&](int v) { conn.max_receive_message_size = v < 0 ? UINT32_MAX : uint32_t(v); });
   r.Int("grpc.max_send_message_length", -1, INT_MAX, [&](int v) {
     conn.max_send_message_size = v < 0 ? std::nullopt : std::optional<uint32_t>(v);
   });
@@ -83,8 +81,7 @@ void ReadConnectionArgs(Reader& r, transport::ConnectionOptions& conn) {
 // config, TLS name, authority and user agent.
 void ReadChannelArgs(Reader& r, ChannelConfig& c) {
   auto& conn = c.connection;
-  r.Int("grpc.initial_reconnect_backoff_ms", 1, INT_MAX,
-        [&](int v) { c.backoff.initial = Ms(v); });
+  r.Int("grpc.initial_reconnect_backoff_ms", 1, INT_MAX, [&](int v) { c.backoff.initial = Ms(v); });
   r.Int("grpc.max_reconnect_backoff_ms", 1, INT_MAX, [&](int v) { c.backoff.max = Ms(v); });
   r.Int("grpc.min_reconnect_backoff_ms", 1, INT_MAX,
         [&](int v) { c.backoff.min_connect_timeout = Ms(v); });
@@ -110,8 +107,7 @@ void ReadChannelArgs(Reader& r, ChannelConfig& c) {
     c.service_config_disable_resolution = v == 1;
     c.dns_txt_service_config = v == 0;  // DNS asks for TXT only when told to, as grpc++
   });
-  r.Int("grpc.dns_ares_query_timeout", 0, INT_MAX,
-        [&](int v) { c.dns_query_timeout = Ms(v); });
+  r.Int("grpc.dns_ares_query_timeout", 0, INT_MAX, [&](int v) { c.dns_query_timeout = Ms(v); });
   r.Int("grpc.enable_http_proxy", 0, 1, [&](int v) { c.enable_http_proxy = v == 1; });
   r.Int("grpc.client_idle_timeout_ms", 1, INT_MAX, [&](int v) {
     c.client_idle_timeout = v == INT_MAX ? std::nullopt : std::optional<Duration>(Ms(v));
@@ -121,8 +117,7 @@ void ReadChannelArgs(Reader& r, ChannelConfig& c) {
     return absl::OkStatus();
   });
   r.String("grpc.service_config", [&](const std::string& v) -> absl::Status {
-    absl::StatusOr<ServiceConfig> sc =
-        ParseServiceConfig(v, {.retries_enabled = c.enable_retries});
+    absl::StatusOr<ServiceConfig> sc = ParseServiceConfig(v, {.retries_enabled = c.enable_retries});
     if (!sc.ok()) return sc.status();
     if (sc->lb_policy) c.lb_policy = *sc->lb_policy;
     if (sc->choice_count) c.choice_count = *sc->choice_count;
@@ -167,18 +162,24 @@ void ReadRingrpcArgs(Reader& r, ChannelConfig& c) {
         [&](int v) { c.allow_insecure_call_credentials = v == 1; });
   r.Int("ringrpc.call_metrics", 0, 1, [&](int v) { c.call_metrics = v == 1; });
   r.String("ringrpc.poller", [&](const std::string& v) -> absl::Status {
-    if (v == "io_uring") c.poller = runtime::Backend::kIoUring;
-    else if (v == "epoll") c.poller = runtime::Backend::kEpoll;
-    else return absl::InvalidArgumentError(absl::StrCat(
-        "channel argument ringrpc.poller must be \"io_uring\" or \"epoll\", got \"", v, "\""));
+    if (v == "io_uring")
+      c.poller = runtime::Backend::kIoUring;
+    else if (v == "epoll")
+      c.poller = runtime::Backend::kEpoll;
+    else
+      return absl::InvalidArgumentError(absl::StrCat(
+          "channel argument ringrpc.poller must be \"io_uring\" or \"epoll\", got \"", v, "\""));
     return absl::OkStatus();
   });
   r.String("ringrpc.least_request_scope", [&](const std::string& v) -> absl::Status {
-    if (v == "thread") c.least_request_channel_wide = false;
-    else if (v == "channel") c.least_request_channel_wide = true;
-    else return absl::InvalidArgumentError(absl::StrCat(
-        "channel argument ringrpc.least_request_scope must be \"thread\" or \"channel\", got \"",
-        v, "\""));
+    if (v == "thread")
+      c.least_request_channel_wide = false;
+    else if (v == "channel")
+      c.least_request_channel_wide = true;
+    else
+      return absl::InvalidArgumentError(absl::StrCat(
+          "channel argument ringrpc.least_request_scope must be \"thread\" or \"channel\", got \"",
+          v, "\""));
     return absl::OkStatus();
   });
   r.Int("ringrpc.connections_per_thread", 1, 1024, [&](int v) { c.pool.max_size = v; });
@@ -188,12 +189,10 @@ void ReadRingrpcArgs(Reader& r, ChannelConfig& c) {
   });
   r.Int("ringrpc.connect_timeout_ms", 1, INT_MAX, [&](int v) { conn.connect_timeout = Ms(v); });
   r.Int("ringrpc.idle_timeout_ms", 1, INT_MAX, [&](int v) { c.pool.idle_timeout = Ms(v); });
-  r.Int("ringrpc.max_connection_age_ms", 1, INT_MAX,
-        [&](int v) { c.pool.max_lifetime = Ms(v); });
+  r.Int("ringrpc.max_connection_age_ms", 1, INT_MAX, [&](int v) { c.pool.max_lifetime = Ms(v); });
   r.Int("ringrpc.min_idle_per_thread", 0, 1024, [&](int v) { c.pool.min_idle = v; });
   r.Int("ringrpc.reservoir_capacity", 0, 1 << 20, [&](int v) { c.reservoir_capacity = v; });
-  r.Int("ringrpc.reservoir_max_park_ms", 1, INT_MAX,
-        [&](int v) { c.pool.max_park_time = Ms(v); });
+  r.Int("ringrpc.reservoir_max_park_ms", 1, INT_MAX, [&](int v) { c.pool.max_park_time = Ms(v); });
   r.Int("ringrpc.reap_interval_ms", 1, 3600000, [&](int v) { c.pool.reap_interval = Ms(v); });
 }
 
@@ -220,9 +219,9 @@ absl::StatusOr<ChannelConfig> ParseChannelArguments(const ChannelArguments& args
   ReadRingrpcArgs(r, c);
   if (absl::Status s = r.status(); !s.ok()) return s;
   if (c.pool.min_idle > c.pool.max_size) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "channel argument ringrpc.min_idle_per_thread (", c.pool.min_idle,
-        ") must be <= ringrpc.connections_per_thread (", c.pool.max_size, ")"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("channel argument ringrpc.min_idle_per_thread (", c.pool.min_idle,
+                     ") must be <= ringrpc.connections_per_thread (", c.pool.max_size, ")"));
   }
   if (absl::Status s = pool::ValidatePoolConfig(c.pool); !s.ok()) return s;
   return c;

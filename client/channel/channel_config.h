@@ -12,8 +12,8 @@
 
 #include "absl/status/statusor.h"
 #include "base/time.h"
-#include "client/channel_arguments.h"
 #include "client/channel/service_config.h"
+#include "client/channel_arguments.h"
 #include "client/runtime/event_loop.h"
 #include "client/transport/http2_connection.h"
 #include "pool/config.h"
@@ -104,7 +104,8 @@ struct ChannelConfig {
   // ignored; the default (service_config) always applies.
   bool service_config_disable_resolution = false;
   // CreateCustomChannelWithInterceptors' factories (null: none).
-  std::shared_ptr<const std::vector<std::unique_ptr<experimental::ClientInterceptorFactoryInterface>>>
+  std::shared_ptr<
+      const std::vector<std::unique_ptr<experimental::ClientInterceptorFactoryInterface>>>
       interceptors;
 };
 

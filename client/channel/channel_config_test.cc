@@ -55,8 +55,7 @@ TEST(ChannelConfig, WrongTypeOrRangeNamesTheKey) {
        "grpc.keepalive_permit_without_calls must be in [0, 1], got 2"},
       {[](auto& a) { a.SetInt("grpc.max_receive_message_length", -2); },
        "grpc.max_receive_message_length must be in [-1, "},
-      {[](auto& a) { a.SetInt("grpc.lb_policy_name", 1); },
-       "grpc.lb_policy_name must be a string"},
+      {[](auto& a) { a.SetInt("grpc.lb_policy_name", 1); }, "grpc.lb_policy_name must be a string"},
       {[](auto& a) { a.SetLoadBalancingPolicyName("weighted"); },
        "unknown load balancing policy \"weighted\""},
       {[](auto& a) { a.SetServiceConfigJSON("{not json"); }, "not a JSON object"},
@@ -81,8 +80,7 @@ TEST(ChannelConfig, WrongTypeOrRangeNamesTheKey) {
     absl::StatusOr<ChannelConfig> r = ParseChannelArguments(a);
     ASSERT_FALSE(r.ok()) << c.message;
     EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
-    EXPECT_NE(std::string(r.status().message()).find(c.message), std::string::npos)
-        << r.status();
+    EXPECT_NE(std::string(r.status().message()).find(c.message), std::string::npos) << r.status();
   }
 }
 
@@ -95,7 +93,7 @@ TEST(ChannelConfig, HealthCheckingNeedsAPolicyThatUsesItAndNoInhibition) {
     EXPECT_TRUE(c.ok()) << c.status();
     return c.ok() ? HealthCheckServiceFor(c->service_config.get(), c->lb_policy,
                                           c->inhibit_health_checking)
-                   : std::nullopt;
+                  : std::nullopt;
   };
   constexpr const char* kRoundRobin =
       R"({"loadBalancingConfig": [{"round_robin": {}}], "healthCheckConfig": {"serviceName": "s"}})";

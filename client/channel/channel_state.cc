@@ -183,9 +183,7 @@ void ChannelState::Spawn(Task<void> task) {
   SpawnOn(here ? *here : NextIndexForAsync(), std::move(task));
 }
 
-void ChannelState::SpawnForBlocking(Task<void> task) {
-  SpawnOn(IndexForCaller(), std::move(task));
-}
+void ChannelState::SpawnForBlocking(Task<void> task) { SpawnOn(IndexForCaller(), std::move(task)); }
 
 void ChannelState::PostToAll(std::function<void()> fn) {
   for (size_t i = 0; i < cq_->size(); ++i) cq_->Post(i, fn);
@@ -198,8 +196,8 @@ void ChannelState::PostToAll(std::function<void()> fn) {
 const ActiveConfig ChannelState::kNoConfig{};
 
 const ActiveConfig* ChannelState::ConfigFor(const std::string& json,
-                                           std::shared_ptr<const ServiceConfig> sc,
-                                           absl::Status error) {
+                                            std::shared_ptr<const ServiceConfig> sc,
+                                            absl::Status error) {
   for (const auto& [key, c] : configs_) {
     if (key == json && c->error == error) return c.get();
   }
@@ -217,7 +215,8 @@ const ActiveConfig* ChannelState::ConfigFor(const std::string& json,
     c->lb_policy = sc != nullptr && sc->lb_policy ? *sc->lb_policy : config_.lb_policy_arg;
     c->choice_count = sc != nullptr && sc->choice_count ? *sc->choice_count : 2;
   }
-  c->health_service = HealthCheckServiceFor(sc.get(), c->lb_policy, config_.inhibit_health_checking);
+  c->health_service =
+      HealthCheckServiceFor(sc.get(), c->lb_policy, config_.inhibit_health_checking);
   c->service_config = std::move(sc);
   configs_.emplace_back(json, std::move(c));
   return configs_.back().second.get();
@@ -282,9 +281,8 @@ void ChannelState::OnResolverUpdate(absl::StatusOr<ResolverResult> result) {
     const std::optional<std::string> health_before = active().health_service;
     ApplyResolverConfig(*result);
     const std::optional<std::string>& health = active().health_service;
-    resolver_error_ = update->empty()
-                          ? absl::UnavailableError("the resolver returned no addresses")
-                          : absl::OkStatus();
+    resolver_error_ = update->empty() ? absl::UnavailableError("the resolver returned no addresses")
+                                      : absl::OkStatus();
     std::set<std::string> now(names.begin(), names.end()), before;
     for (auto& sc : list_) before.insert(sc->record->name());
     // Same set and same health checks: nothing to bump but the routing, if
@@ -375,7 +373,8 @@ void ChannelState::Refresh(PerThread& pt) {
   for (const auto& [name, list] : groups_) {
     auto [it, added] = pt.groups.try_emplace(name);
     it->second.list = list;
-    if (added) it->second.picker = AddressPicker(pt.picker.policy(), pt.picker.choice_count(), pt.seed);
+    if (added)
+      it->second.picker = AddressPicker(pt.picker.policy(), pt.picker.choice_count(), pt.seed);
   }
   pt.version = version_.load(std::memory_order_acquire);
 }
@@ -424,7 +423,8 @@ std::shared_ptr<Subchannel> ChannelState::Pick(size_t thread, std::string_view g
   const ActiveConfig& active = this->active();
   if (pt.picker.policy() != active.lb_policy || pt.picker.choice_count() != active.choice_count) {
     pt.picker = AddressPicker(active.lb_policy, active.choice_count, pt.seed);
-    for (auto& [name, g] : pt.groups) g.picker = AddressPicker(active.lb_policy, active.choice_count, pt.seed);
+    for (auto& [name, g] : pt.groups)
+      g.picker = AddressPicker(active.lb_policy, active.choice_count, pt.seed);
   }
   const std::vector<std::shared_ptr<Subchannel>>& list = ListFor(pt, group);
   AddressPicker* picker = &pt.picker;
@@ -495,11 +495,12 @@ bool ChannelState::HealthPending(size_t thread) const {
 absl::Status ChannelState::NoPickError(size_t thread, std::string_view group) const {
   const std::vector<std::shared_ptr<Subchannel>>& list = ListFor(per_thread_[thread], group);
   if (list.empty() && !group.empty()) {
-    return absl::UnavailableError(absl::StrCat("no address to call: the resolver routed the call to \"",
-                                               std::string(group), "\", which has no addresses"));
+    return absl::UnavailableError(
+        absl::StrCat("no address to call: the resolver routed the call to \"", std::string(group),
+                     "\", which has no addresses"));
   }
-  const bool checked = std::any_of(list.begin(), list.end(),
-                                   [](const auto& sc) { return sc->health != nullptr; });
+  const bool checked =
+      std::any_of(list.begin(), list.end(), [](const auto& sc) { return sc->health != nullptr; });
   if (!checked) return NoAddressError();
   int not_serving = 0, waiting = 0, unreachable = 0;
   for (const auto& sc : list) {
@@ -514,9 +515,8 @@ absl::Status ChannelState::NoPickError(size_t thread, std::string_view group) co
   return absl::UnavailableError(absl::StrCat(
       "no healthy address to call: the health check of service \"",
       list.front()->health != nullptr ? list.front()->health->service() : std::string(),
-      "\" (healthCheckConfig, gRFC A17) has ", not_serving,
-      " of ", list.size(), " addresses not SERVING, ", waiting, " not answered yet, ",
-      unreachable, " unreachable"));
+      "\" (healthCheckConfig, gRFC A17) has ", not_serving, " of ", list.size(),
+      " addresses not SERVING, ", waiting, " not answered yet, ", unreachable, " unreachable"));
 }
 
 absl::Status ChannelState::NoAddressError() const {
@@ -544,7 +544,7 @@ ConnectivityState ChannelState::Aggregate() const {
 void ChannelState::NotifyStateChange() { state_signal_->Ring(); }
 
 ConnectivityState ChannelState::WaitForStateOtherThan(ConnectivityState last,
-                                                     TimePoint until) const {
+                                                      TimePoint until) const {
   for (;;) {
     uint64_t epoch;
     {
@@ -556,11 +556,11 @@ ConnectivityState ChannelState::WaitForStateOtherThan(ConnectivityState last,
     const TimePoint t = Clock::now();
     if (now != last || t >= until) return now;
     MutexLock lock(&state_signal_->mu);
-    state_signal_->cv.WaitUntil(
-        &state_signal_->mu, std::min(until, t + std::chrono::milliseconds(100)),
-        [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(state_signal_->mu) {
-          return state_signal_->epoch != epoch;
-        });
+    state_signal_->cv.WaitUntil(&state_signal_->mu,
+                                std::min(until, t + std::chrono::milliseconds(100)),
+                                [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(state_signal_->mu) {
+                                  return state_signal_->epoch != epoch;
+                                });
   }
 }
 

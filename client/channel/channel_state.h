@@ -46,9 +46,8 @@
 #include "base/time.h"
 #include "client/channel/call_metrics_table.h"
 #include "client/channel/channel_config.h"
-#include "client/channel/retry_throttle.h"
 #include "client/channel/lb_policy.h"
-#include "client/resolver.h"
+#include "client/channel/retry_throttle.h"
 #include "client/channel/subchannel.h"
 #include "client/channel_arguments.h"
 #include "client/resolver.h"
@@ -85,8 +84,7 @@ class ChannelState : public std::enable_shared_from_this<ChannelState> {
   // threads, so its callbacks learn of the error on one of them.
   static std::shared_ptr<ChannelState> Create(const ChannelArguments& args);
   // Addresses start flowing: `resolver`'s answers go to OnResolverUpdate.
-  static void Start(const std::shared_ptr<ChannelState>& state,
-                    std::shared_ptr<Resolver> resolver);
+  static void Start(const std::shared_ptr<ChannelState>& state, std::shared_ptr<Resolver> resolver);
   ~ChannelState();
   ChannelState(const ChannelState&) = delete;
   ChannelState& operator=(const ChannelState&) = delete;
@@ -236,7 +234,7 @@ class ChannelState : public std::enable_shared_from_this<ChannelState> {
       ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::string, std::less<>> fallback_ ABSL_GUARDED_BY(mu_);
   std::vector<SubchannelPool> removed_ ABSL_GUARDED_BY(mu_);  // addresses gone, draining
-  pool::PoolMetrics gone_metrics_ ABSL_GUARDED_BY(mu_);  // removed ones already dropped
+  pool::PoolMetrics gone_metrics_ ABSL_GUARDED_BY(mu_);       // removed ones already dropped
   absl::Status resolver_error_ ABSL_GUARDED_BY(mu_) =
       absl::UnavailableError("no addresses resolved yet");
   uint64_t seed_ ABSL_GUARDED_BY(mu_) = 0x5eed;
@@ -266,8 +264,7 @@ class ChannelState : public std::enable_shared_from_this<ChannelState> {
   std::atomic<uint64_t> hedges_{0};               // hedged copies after the first
   // Every ActiveConfig made (the default first), by the JSON it came from
   // (a resolver repeating a config reuses it); active_ points at one.
-  std::vector<std::pair<std::string, std::unique_ptr<ActiveConfig>>> configs_
-      ABSL_GUARDED_BY(mu_);
+  std::vector<std::pair<std::string, std::unique_ptr<ActiveConfig>>> configs_ ABSL_GUARDED_BY(mu_);
   // Until Start (and for a channel whose arguments were bad): no config.
   static const ActiveConfig kNoConfig;
   std::atomic<const ActiveConfig*> active_{&kNoConfig};
@@ -279,8 +276,7 @@ class ChannelState : public std::enable_shared_from_this<ChannelState> {
                                 absl::Status error) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The resolver's config (or its absence) applied; the health service
   // before and after.
-  void ApplyResolverConfig(const ResolverResult& result)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void ApplyResolverConfig(const ResolverResult& result) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The result's router and groups (of `names`, its addresses as strings)
   // over list_; true if they changed.
   bool SetRouting(const ResolverResult& result, const std::vector<std::string>& names)

@@ -4,11 +4,16 @@ namespace ringrpc::channel {
 
 const char* ConnectivityStateName(ConnectivityState s) {
   switch (s) {
-    case ConnectivityState::kIdle: return "IDLE";
-    case ConnectivityState::kConnecting: return "CONNECTING";
-    case ConnectivityState::kReady: return "READY";
-    case ConnectivityState::kTransientFailure: return "TRANSIENT_FAILURE";
-    case ConnectivityState::kShutdown: return "SHUTDOWN";
+    case ConnectivityState::kIdle:
+      return "IDLE";
+    case ConnectivityState::kConnecting:
+      return "CONNECTING";
+    case ConnectivityState::kReady:
+      return "READY";
+    case ConnectivityState::kTransientFailure:
+      return "TRANSIENT_FAILURE";
+    case ConnectivityState::kShutdown:
+      return "SHUTDOWN";
   }
   return "?";
 }

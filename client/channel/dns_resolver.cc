@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cstring>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <vector>
 
@@ -19,7 +20,6 @@
 #include "absl/strings/str_cat.h"
 #include "base/fork.h"
 #include "client/channel/backoff.h"
-#include <nlohmann/json.hpp>
 
 namespace ringrpc::channel {
 namespace {
@@ -51,8 +51,8 @@ std::optional<AddressList> ResolveLocally(std::string_view host, uint16_t port) 
   const std::string h(host);
   const bool v4 = inet_pton(AF_INET, h.c_str(), &scratch) == 1;
   if (!v4 && inet_pton(AF_INET6, h.c_str(), &scratch) != 1) return std::nullopt;
-  absl::StatusOr<transport::Address> a = transport::Address::Parse(
-      v4 ? absl::StrCat(h, ":", port) : absl::StrCat("[", h, "]:", port));
+  absl::StatusOr<transport::Address> a =
+      transport::Address::Parse(v4 ? absl::StrCat(h, ":", port) : absl::StrCat("[", h, "]:", port));
   if (!a.ok()) return std::nullopt;
   return AddressList{*a};
 }
@@ -119,10 +119,14 @@ void OnTxt(void* arg, int status, int /*timeouts*/, unsigned char* buf, int len)
 std::string AresError(int status) {
   switch (status) {
     case ARES_ENOTFOUND:
-    case ARES_ENODATA: return "no such name (NXDOMAIN or no A/AAAA record)";
-    case ARES_ETIMEOUT: return "the DNS server did not answer";
-    case ARES_ECONNREFUSED: return "the DNS server refused the connection";
-    default: return ares_strerror(status);
+    case ARES_ENODATA:
+      return "no such name (NXDOMAIN or no A/AAAA record)";
+    case ARES_ETIMEOUT:
+      return "the DNS server did not answer";
+    case ARES_ECONNREFUSED:
+      return "the DNS server refused the connection";
+    default:
+      return ares_strerror(status);
   }
 }
 
@@ -134,8 +138,8 @@ void InitAresOnce() {
 }  // namespace
 
 absl::StatusOr<std::optional<std::string>> ChooseServiceConfig(std::string_view payload,
-                                                              std::string_view hostname,
-                                                              int percent) {
+                                                               std::string_view hostname,
+                                                               int percent) {
   auto bad = [](std::string why) {
     return absl::InvalidArgumentError(absl::StrCat("DNS TXT record grpc_config: ", why));
   };
@@ -241,15 +245,14 @@ namespace {
 absl::StatusOr<ResolverResult> Outcome(Pending& p, bool timed_out, const std::string& host,
                                        const std::string& asked, Duration query_timeout,
                                        int percent) {
-  const auto timeout_ms =
-      std::chrono::duration_cast<milliseconds>(query_timeout).count();
+  const auto timeout_ms = std::chrono::duration_cast<milliseconds>(query_timeout).count();
   if (timed_out || (p.addr_status == ARES_ECANCELLED && p.addresses.empty())) {
     return absl::UnavailableError(absl::StrCat("DNS resolution of ", host, " timed out after ",
                                                timeout_ms, " ms (asked ", asked, ")"));
   }
   if (p.addr_status != ARES_SUCCESS && p.addresses.empty()) {
-    return absl::UnavailableError(absl::StrCat("DNS resolution of ", host, " failed: ",
-                                               AresError(p.addr_status), " (asked ", asked, ")"));
+    return absl::UnavailableError(absl::StrCat(
+        "DNS resolution of ", host, " failed: ", AresError(p.addr_status), " (asked ", asked, ")"));
   }
   if (p.addresses.empty()) {
     return absl::UnavailableError(

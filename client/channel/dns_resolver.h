@@ -95,8 +95,8 @@ std::optional<AddressList> ResolveLocally(std::string_view host, uint16_t port);
 // resolution); nullopt when none does. INVALID_ARGUMENT naming the field
 // when the record is not a list of choices as A2 defines them.
 absl::StatusOr<std::optional<std::string>> ChooseServiceConfig(std::string_view payload,
-                                                              std::string_view hostname,
-                                                              int percent);
+                                                               std::string_view hostname,
+                                                               int percent);
 
 }  // namespace ringrpc::channel
 

@@ -100,8 +100,9 @@ TEST(DnsResolver, UnknownNameIsUnavailableSayingSoAndNamingTheServer) {
   ASSERT_TRUE(got.has_value());
   ASSERT_FALSE(got->ok());
   EXPECT_EQ(got->status().code(), absl::StatusCode::kUnavailable);
-  EXPECT_NE(got->status().message().find("DNS resolution of nope.ringrpc.test failed: no such name"),
-            std::string::npos)
+  EXPECT_NE(
+      got->status().message().find("DNS resolution of nope.ringrpc.test failed: no such name"),
+      std::string::npos)
       << got->status();
   EXPECT_NE(got->status().message().find((*dns)->address()), std::string::npos) << got->status();
 }
@@ -163,7 +164,7 @@ TEST(DnsResolver, IpLiteralsAreThemselvesWithoutAskingTheServer) {
     auto got = u.Nth(1, milliseconds(2000));
     ASSERT_TRUE(got.has_value() && got->ok()) << host;
     EXPECT_EQ(Names(**got), (std::set<std::string>{std::string(host) == "::1" ? "[::1]:8080"
-                                                                               : "127.0.0.1:8080"}));
+                                                                              : "127.0.0.1:8080"}));
   }
 }
 
@@ -194,8 +195,8 @@ TEST(DnsResolver, ReresolvesWhenAskedNoMoreOftenThanTheMinimumInterval) {
   auto first = u.Nth(1, milliseconds(5000));
   ASSERT_TRUE(first.has_value() && first->ok());
   auto first_at = std::chrono::steady_clock::now();
-  ASSERT_TRUE((*dns)->SetHosts({{"svc.ringrpc.test", "127.0.0.4"}}, "svc.ringrpc.test",
-                               {"127.0.0.4"}));
+  ASSERT_TRUE(
+      (*dns)->SetHosts({{"svc.ringrpc.test", "127.0.0.4"}}, "svc.ringrpc.test", {"127.0.0.4"}));
   for (int i = 0; i < 5; ++i) r.RequestReresolution();  // a burst of lost connections
   auto second = u.Nth(2, milliseconds(5000));
   ASSERT_TRUE(second.has_value() && second->ok());
@@ -215,8 +216,8 @@ TEST(DnsResolver, FailedResolutionIsRetriedByItselfWithBackoff) {
   auto first = u.Nth(1, milliseconds(5000));
   ASSERT_TRUE(first.has_value());
   EXPECT_FALSE(first->ok());
-  ASSERT_TRUE((*dns)->SetHosts({{"late.ringrpc.test", "127.0.0.5"}}, "late.ringrpc.test",
-                               {"127.0.0.5"}));
+  ASSERT_TRUE(
+      (*dns)->SetHosts({{"late.ringrpc.test", "127.0.0.5"}}, "late.ringrpc.test", {"127.0.0.5"}));
   // gRPC's DNS backoff: the first retry 1 s (+-20%) after the failure.
   auto second = u.Nth(2, milliseconds(5000));
   ASSERT_TRUE(second.has_value());
@@ -245,8 +246,9 @@ TEST(DnsResolver, ServiceConfigFromTheTxtRecordWhenAskedFor) {
   auto got = u.Nth(1, milliseconds(5000));
   ASSERT_TRUE(got.has_value() && got->ok());
   ASSERT_TRUE((*got)->service_config.has_value());
-  EXPECT_EQ(*(*got)->service_config,
-            R"({"loadBalancingConfig":[{"round_robin":{}}],"methodConfig":[{"name":[{"service":"pkg.Svc"}],"timeout":"1.5s"}]})");
+  EXPECT_EQ(
+      *(*got)->service_config,
+      R"({"loadBalancingConfig":[{"round_robin":{}}],"methodConfig":[{"name":[{"service":"pkg.Svc"}],"timeout":"1.5s"}]})");
 
   Updates bad;
   DnsResolver rb("bad.ringrpc.test", 443, options);

@@ -24,10 +24,14 @@ Task<absl::StatusOr<SubchannelLease>> AcquireLease(SubchannelPool p) {
 
 const char* ServingStatusName(int s) {
   switch (s) {
-    case 0: return "UNKNOWN";
-    case 1: return "SERVING";
-    case 2: return "NOT_SERVING";
-    case 3: return "SERVICE_UNKNOWN";
+    case 0:
+      return "UNKNOWN";
+    case 1:
+      return "SERVING";
+    case 2:
+      return "NOT_SERVING";
+    case 3:
+      return "SERVICE_UNKNOWN";
   }
   return "an unknown serving status";
 }
@@ -50,7 +54,7 @@ std::string EncodeHealthCheckRequest(std::string_view service) {
   std::string out;
   if (service.empty()) return out;  // proto3: the default is not sent
   out.push_back(0x0a);              // field 1, length-delimited
-  for (uint64_t n = service.size(); ; n >>= 7) {
+  for (uint64_t n = service.size();; n >>= 7) {
     if (n < 0x80) {
       out.push_back(static_cast<char>(n));
       break;
@@ -88,7 +92,8 @@ std::optional<int> DecodeHealthCheckStatus(std::string_view p) {
         if (p.size() < 4) return std::nullopt;
         p.remove_prefix(4);
         break;
-      default: return std::nullopt;
+      default:
+        return std::nullopt;
     }
     if (field == 0) return std::nullopt;
   }
@@ -150,8 +155,8 @@ Task<void> HealthWatch::Run(std::shared_ptr<HealthWatch> self) {
     answered_before = false;
     // Before opening another: the backoff, and the address's own (a dial
     // refused meanwhile would fail at once).
-    const TimePoint until = std::max(loop.Now() + backoff.NextDelay(NextRandom(rng)),
-                                     self->record_->next_attempt());
+    const TimePoint until =
+        std::max(loop.Now() + backoff.NextDelay(NextRandom(rng)), self->record_->next_attempt());
     while (!self->stopped_.load(std::memory_order_acquire) && loop.Now() < until) {
       co_await SleepUntil(loop, std::min(until, loop.Now() + kStopPoll));
     }
@@ -177,7 +182,7 @@ Task<HealthWatch::End> HealthWatch::Watch() {
   std::unique_ptr<transport::Call> call = std::move(*started);
   call_ = call.get();
   if (stopped_.load(std::memory_order_acquire)) call->Cancel();  // Stop() came before
-  (void)call->Enqueue(EncodeHealthCheckRequest(service_));  // a failure ends the call
+  (void)call->Enqueue(EncodeHealthCheckRequest(service_));       // a failure ends the call
   call->WritesDone();
   bool answered = false;
   for (;;) {
@@ -185,8 +190,9 @@ Task<HealthWatch::End> HealthWatch::Watch() {
     if (!m) break;
     std::optional<int> status = DecodeHealthCheckStatus(*m);
     if (!status) {
-      Set(Health::kNotServing, "NOT_SERVING: the server's health answer is not a "
-                               "HealthCheckResponse");
+      Set(Health::kNotServing,
+          "NOT_SERVING: the server's health answer is not a "
+          "HealthCheckResponse");
       call->Cancel();
       break;
     }
@@ -223,9 +229,8 @@ Task<HealthWatch::End> HealthWatch::Watch() {
                      absl::StatusCodeToString(s.code()), ": ", s.message()));
     co_return End::kConnectionLost;
   }
-  Set(Health::kNotServing,
-      absl::StrCat("NOT_SERVING: the health check ended without an answer: ",
-                   absl::StatusCodeToString(s.code()), ": ", s.message()));
+  Set(Health::kNotServing, absl::StrCat("NOT_SERVING: the health check ended without an answer: ",
+                                        absl::StatusCodeToString(s.code()), ": ", s.message()));
   co_return End::kFailed;
 }
 

@@ -100,7 +100,8 @@ bool NoProxyMatches(std::string_view list, std::string_view host) {
     if (e.empty()) continue;
     if (e == "*") return true;
     if (e.front() == '.') e.erase(0, 1);
-    if (h == e || (h.size() > e.size() && absl::EndsWith(h, e) && h[h.size() - e.size() - 1] == '.')) {
+    if (h == e ||
+        (h.size() > e.size() && absl::EndsWith(h, e) && h[h.size() - e.size() - 1] == '.')) {
       return true;
     }
   }
@@ -108,8 +109,8 @@ bool NoProxyMatches(std::string_view list, std::string_view host) {
 }
 
 absl::StatusOr<std::optional<HttpProxy>> ChooseHttpProxy(const std::optional<std::string>& arg,
-                                                        bool enabled, std::string_view target_host,
-                                                        const GetEnv& getenv) {
+                                                         bool enabled, std::string_view target_host,
+                                                         const GetEnv& getenv) {
   if (!enabled) return std::nullopt;
   std::optional<HttpProxy> chosen;
   if (arg) {

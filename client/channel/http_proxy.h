@@ -50,8 +50,8 @@ using GetEnv = std::function<const char*(const char*)>;
 // malformed environment variable is ignored (as grpc++ does: it may be
 // meant for other programs), said once on stderr.
 absl::StatusOr<std::optional<HttpProxy>> ChooseHttpProxy(const std::optional<std::string>& arg,
-                                                        bool enabled, std::string_view target_host,
-                                                        const GetEnv& getenv);
+                                                         bool enabled, std::string_view target_host,
+                                                         const GetEnv& getenv);
 
 }  // namespace ringrpc::channel
 

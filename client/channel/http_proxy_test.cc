@@ -34,10 +34,11 @@ TEST(HttpProxy, ParsesUrlsAsGrpcWritesThem) {
     const char* url;
     const char* says;
   };
-  for (Bad b : {Bad{"https://p:1", "scheme \"https\" is not supported"},
-                Bad{"socks5://p:1", "scheme \"socks5\""}, Bad{"http://:80", "no host"},
-                Bad{"http://p:0", "port"}, Bad{"http://p:99999", "port"}, Bad{"http://p:8x", "port"},
-                Bad{"http://p:80/path", "no path"}, Bad{"http://[::1", "unterminated"}}) {
+  for (Bad b :
+       {Bad{"https://p:1", "scheme \"https\" is not supported"},
+        Bad{"socks5://p:1", "scheme \"socks5\""}, Bad{"http://:80", "no host"},
+        Bad{"http://p:0", "port"}, Bad{"http://p:99999", "port"}, Bad{"http://p:8x", "port"},
+        Bad{"http://p:80/path", "no path"}, Bad{"http://[::1", "unterminated"}}) {
     auto r = ParseHttpProxy(b.url);
     ASSERT_FALSE(r.ok()) << b.url;
     EXPECT_NE(r.status().message().find(b.says), std::string::npos) << r.status();
@@ -77,8 +78,9 @@ TEST(HttpProxy, ChoosesAsGrpcDoes) {
   p = ChooseHttpProxy(std::nullopt, true, "svc.corp",
                       Env({{"grpc_proxy", "g:3"}, {"no_proxy", ".corp"}}));
   EXPECT_FALSE(p->has_value());
-  p = ChooseHttpProxy(std::nullopt, true, "svc.corp",
-                      Env({{"grpc_proxy", "g:3"}, {"no_grpc_proxy", "other"}, {"no_proxy", ".corp"}}));
+  p = ChooseHttpProxy(
+      std::nullopt, true, "svc.corp",
+      Env({{"grpc_proxy", "g:3"}, {"no_grpc_proxy", "other"}, {"no_proxy", ".corp"}}));
   EXPECT_TRUE(p->has_value());
   // A bad argument is the channel's error; a bad variable is ignored.
   auto bad = ChooseHttpProxy("https://a:4", true, "svc", Env({}));

@@ -1,4 +1,5 @@
 #include "client/channel/lb_policy.h"
+
 #include "base/random.h"
 
 namespace ringrpc::channel {
@@ -70,11 +71,17 @@ ConnectivityState AggregateState(size_t n, StateOf state_of, bool resolved_once)
   bool connecting = false, idle = false;
   for (size_t i = 0; i < n; ++i) {
     switch (state_of(i)) {
-      case ConnectivityState::kReady: return ConnectivityState::kReady;
-      case ConnectivityState::kConnecting: connecting = true; break;
-      case ConnectivityState::kIdle: idle = true; break;
+      case ConnectivityState::kReady:
+        return ConnectivityState::kReady;
+      case ConnectivityState::kConnecting:
+        connecting = true;
+        break;
+      case ConnectivityState::kIdle:
+        idle = true;
+        break;
       case ConnectivityState::kTransientFailure:
-      case ConnectivityState::kShutdown: break;
+      case ConnectivityState::kShutdown:
+        break;
     }
   }
   if (connecting) return ConnectivityState::kConnecting;

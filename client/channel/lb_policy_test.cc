@@ -79,7 +79,8 @@ TEST(AnotherUsable, LooksAtEveryAddressButTheOneGiven) {
 
 TEST(AggregateState, FollowsGrpcsOrderReadyConnectingIdleFailure) {
   auto agg = [](std::vector<ConnectivityState> s) {
-    return AggregateState(s.size(), [&](size_t i) { return s[i]; }, true);
+    return AggregateState(
+        s.size(), [&](size_t i) { return s[i]; }, true);
   };
   EXPECT_EQ(agg({F, I, C, R}), R);
   EXPECT_EQ(agg({F, I, C}), C);
@@ -103,8 +104,8 @@ TEST(LeastRequest, ComparesItsDrawsAndTakesTheLeastLoaded) {
   AddressPicker wide(LbPolicy::kLeastRequest, 10, 42);
   int zero = 0;
   for (int k = 0; k < 200; ++k) {
-    std::optional<size_t> i = wide.Pick(4, [&](size_t j) { return states[j]; },
-                                        [&](size_t j) { return load[j]; });
+    std::optional<size_t> i = wide.Pick(
+        4, [&](size_t j) { return states[j]; }, [&](size_t j) { return load[j]; });
     ASSERT_TRUE(i.has_value());
     zero += *i == 1;
   }
@@ -112,7 +113,8 @@ TEST(LeastRequest, ComparesItsDrawsAndTakesTheLeastLoaded) {
   AddressPicker p2c(LbPolicy::kLeastRequest, 2, 7);
   int counts[4] = {0, 0, 0, 0};
   for (int k = 0; k < 4000; ++k) {
-    ++counts[*p2c.Pick(4, [&](size_t j) { return states[j]; }, [&](size_t j) { return load[j]; })];
+    ++counts[*p2c.Pick(
+        4, [&](size_t j) { return states[j]; }, [&](size_t j) { return load[j]; })];
   }
   // Index 2 (load 7) is taken only when both draws are 2: 1/16 of picks.
   EXPECT_LT(counts[2], 400);
@@ -125,13 +127,16 @@ TEST(LeastRequest, SkipsFailingAddressesUnlessAllFail) {
   AddressPicker p(LbPolicy::kLeastRequest, 2, 3);
   std::vector<ConnectivityState> states = {F, R};
   for (int k = 0; k < 50; ++k) {
-    EXPECT_EQ(p.Pick(2, [&](size_t j) { return states[j]; }, [&](size_t j) { return load[j]; }),
+    EXPECT_EQ(p.Pick(
+                  2, [&](size_t j) { return states[j]; }, [&](size_t j) { return load[j]; }),
               1u);
   }
   states = {F, F};
-  EXPECT_TRUE(p.Pick(2, [&](size_t j) { return states[j]; }, [&](size_t j) { return load[j]; })
+  EXPECT_TRUE(p.Pick(
+                   2, [&](size_t j) { return states[j]; }, [&](size_t j) { return load[j]; })
                   .has_value());
-  EXPECT_FALSE(p.Pick(0, [&](size_t j) { return states[j]; }, [&](size_t j) { return load[j]; })
+  EXPECT_FALSE(p.Pick(
+                    0, [&](size_t j) { return states[j]; }, [&](size_t j) { return load[j]; })
                    .has_value());
 }
 

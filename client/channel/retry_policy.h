@@ -43,11 +43,11 @@ std::optional<Pushback> ParsePushback(const transport::Metadata& trailing);
 
 // How one attempt (or hedged copy) ended, as the policies need it.
 struct AttemptEnd {
-  int code = 0;                        // the gRPC status code (0: OK)
-  bool server_answered = false;        // its initial metadata arrived
-  bool never_sent = false;             // the server never processed it
-  bool recv_timeout = false;           // perAttemptRecvTimeout cut it off
-  std::optional<Pushback> pushback;    // the server's
+  int code = 0;                      // the gRPC status code (0: OK)
+  bool server_answered = false;      // its initial metadata arrived
+  bool never_sent = false;           // the server never processed it
+  bool recv_timeout = false;         // perAttemptRecvTimeout cut it off
+  std::optional<Pushback> pushback;  // the server's
 };
 
 struct RetryDecision {
@@ -117,10 +117,10 @@ class HedgingState {
       : policy_(policy), throttle_(throttle) {}
 
   enum class CopyVerdict {
-    kDecides,     // this copy's status (and answer) is the call's
-    kNextNow,     // non-fatal: the next copy goes at once
-    kNextAfter,   // non-fatal, with the server's pushback: next after `delay`
-    kNoMore,      // non-fatal, but the server said not to retry: no more copies
+    kDecides,    // this copy's status (and answer) is the call's
+    kNextNow,    // non-fatal: the next copy goes at once
+    kNextAfter,  // non-fatal, with the server's pushback: next after `delay`
+    kNoMore,     // non-fatal, but the server said not to retry: no more copies
   };
   struct CopyDecision {
     CopyVerdict verdict = CopyVerdict::kDecides;

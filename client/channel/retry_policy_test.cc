@@ -96,8 +96,8 @@ TEST(RetryState, PushbackSetsTheDelayAndRestartsTheBackoff) {
   RetryState r(&p, nullptr, 3);
   (void)r.OnAttemptEnded(Failed(kUnavailable));  // cap 100 ms, next 200
   (void)r.OnAttemptEnded(Failed(kUnavailable));  // cap 200 ms, next 300
-  RetryDecision d = r.OnAttemptEnded(
-      {.code = kUnavailable, .pushback = Pushback{.after = milliseconds(1234)}});
+  RetryDecision d =
+      r.OnAttemptEnded({.code = kUnavailable, .pushback = Pushback{.after = milliseconds(1234)}});
   EXPECT_EQ(d.reason, Reason::kPushbackDelay);
   EXPECT_EQ(d.delay, milliseconds(1234));
   // Back to initialBackoff's cap.

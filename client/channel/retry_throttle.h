@@ -33,9 +33,8 @@ class RetryThrottle {
   }
   void RecordSuccess() {
     int64_t cur = tokens_.load(std::memory_order_relaxed);
-    while (cur < max_ &&
-           !tokens_.compare_exchange_weak(cur, std::min(max_, cur + ratio_),
-                                          std::memory_order_relaxed)) {
+    while (cur < max_ && !tokens_.compare_exchange_weak(cur, std::min(max_, cur + ratio_),
+                                                        std::memory_order_relaxed)) {
     }
   }
   // A hedged attempt after the first may be sent (tokens above half).

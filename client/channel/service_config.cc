@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cctype>
 #include <limits>
-
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
@@ -47,9 +46,9 @@ absl::Status ReadLb(const json& j, ServiceConfig& out) {
       if (p.ok()) {
         out.lb_policy = *p;
         if (*p == LbPolicy::kLeastRequest) {
-          return ReadLeastRequest(entry.begin().value(),
-                                  absl::StrCat("loadBalancingConfig[", i, "].", entry.begin().key()),
-                                  out);
+          return ReadLeastRequest(
+              entry.begin().value(),
+              absl::StrCat("loadBalancingConfig[", i, "].", entry.begin().key()), out);
         }
         return absl::OkStatus();
       }
@@ -99,7 +98,8 @@ absl::StatusOr<Duration> ReadPositiveDuration(const json& obj, const char* key,
   std::optional<Duration> d =
       it->is_string() ? ParseJsonDuration(it->get_ref<const std::string&>()) : std::nullopt;
   if (!d || *d <= Duration::zero()) {
-    return Error(path, absl::StrCat(it->dump(), " is not a positive duration (want e.g. \"0.1s\")"));
+    return Error(path,
+                 absl::StrCat(it->dump(), " is not a positive duration (want e.g. \"0.1s\")"));
   }
   return *d;
 }
@@ -150,8 +150,7 @@ absl::StatusOr<RetryPolicy> ReadRetryPolicy(const json& p, const std::string& at
   // With a perAttemptRecvTimeout the codes may be empty (only timed-out
   // attempts are retried), as in gRPC.
   auto codes = p.find("retryableStatusCodes");
-  if (codes == p.end() || !codes->is_array() ||
-      (codes->empty() && !r.per_attempt_recv_timeout)) {
+  if (codes == p.end() || !codes->is_array() || (codes->empty() && !r.per_attempt_recv_timeout)) {
     return Error(at + ".retryableStatusCodes",
                  "is required and must be a non-empty array (or an empty one with "
                  "perAttemptRecvTimeout)");
@@ -225,8 +224,9 @@ absl::Status ReadMethodConfigs(const json& j, const ServiceConfigOptions& option
       if (!w->is_boolean()) return Error(at + ".waitForReady", "must be true or false");
       mc.wait_for_ready = w->get<bool>();
     }
-    for (auto [key, field] : {std::pair{"maxRequestMessageBytes", &MethodConfig::max_request_message_bytes},
-                              std::pair{"maxResponseMessageBytes", &MethodConfig::max_response_message_bytes}}) {
+    for (auto [key, field] :
+         {std::pair{"maxRequestMessageBytes", &MethodConfig::max_request_message_bytes},
+          std::pair{"maxResponseMessageBytes", &MethodConfig::max_response_message_bytes}}) {
       if (auto f = entry.find(key); f != entry.end()) {
         absl::StatusOr<uint32_t> n = ReadUint32(*f, at + "." + key);
         if (!n.ok()) return n.status();
@@ -240,7 +240,8 @@ absl::Status ReadMethodConfigs(const json& j, const ServiceConfigOptions& option
     }
     if (auto p = entry.find("hedgingPolicy"); p != entry.end()) {
       if (entry.contains("retryPolicy")) {
-        return Error(at + ".hedgingPolicy", "cannot be set with retryPolicy (gRFC A6: one or the other)");
+        return Error(at + ".hedgingPolicy",
+                     "cannot be set with retryPolicy (gRFC A6: one or the other)");
       }
       absl::StatusOr<HedgingPolicy> h = ReadHedgingPolicy(*p, at + ".hedgingPolicy");
       if (!h.ok()) return h.status();
@@ -265,8 +266,9 @@ absl::Status ReadMethodConfigs(const json& j, const ServiceConfigOptions& option
       }
       std::string key = service.empty() ? "" : absl::StrCat(service, "/", method);
       if (auto [pos, fresh] = seen.emplace(key, i); !fresh) {
-        return Error(nat, absl::StrCat("the name ", key.empty() ? "(the default)" : "\"" + key + "\"",
-                                       " is also in methodConfig[", pos->second, "]"));
+        return Error(nat,
+                     absl::StrCat("the name ", key.empty() ? "(the default)" : "\"" + key + "\"",
+                                  " is also in methodConfig[", pos->second, "]"));
       }
       out.methods[key] = mc;
     }

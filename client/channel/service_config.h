@@ -44,15 +44,13 @@ struct HedgingPolicy {
   int max_attempts = 2;  // 2 .. 5 (more is capped at 5)
   Duration hedging_delay{};
   uint32_t non_fatal_codes = 0;  // bit i: status code i
-  bool NonFatal(int code) const {
-    return code >= 0 && code < 32 && (non_fatal_codes >> code & 1);
-  }
+  bool NonFatal(int code) const { return code >= 0 && code < 32 && (non_fatal_codes >> code & 1); }
   bool operator==(const HedgingPolicy&) const = default;
 };
 
 // gRFC A6's retryThrottling, in thousandths (tokenRatio has three decimals).
 struct RetryThrottling {
-  int64_t max_tokens_milli = 0;  // maxTokens in (0, 1000]
+  int64_t max_tokens_milli = 0;   // maxTokens in (0, 1000]
   int64_t token_ratio_milli = 0;  // tokenRatio > 0
   bool operator==(const RetryThrottling&) const = default;
 };
@@ -63,7 +61,7 @@ struct MethodConfig {
   std::optional<bool> wait_for_ready;
   std::optional<uint32_t> max_request_message_bytes;
   std::optional<uint32_t> max_response_message_bytes;
-  std::optional<RetryPolicy> retry_policy;  // never set with retries off
+  std::optional<RetryPolicy> retry_policy;      // never set with retries off
   std::optional<HedgingPolicy> hedging_policy;  // likewise; never with retry_policy
   bool operator==(const MethodConfig&) const = default;
 };

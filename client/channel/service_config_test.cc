@@ -2,12 +2,11 @@
 // named by its JSON path, unimplemented fields refused, unknown ones ignored.
 #include "client/channel/service_config.h"
 
-#include "client/channel/retry_throttle.h"
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "absl/strings/str_cat.h"
+#include "client/channel/retry_throttle.h"
 
 namespace ringrpc::channel {
 namespace {
@@ -196,7 +195,8 @@ TEST(ServiceConfig, PerAttemptRecvTimeoutIsAPositiveDurationAndAllowsNoCodes) {
         bad, "}}]}"));
     ASSERT_FALSE(refused.ok()) << bad;
     EXPECT_THAT(std::string(refused.status().message()),
-                HasSubstr("methodConfig[0].retryPolicy.perAttemptRecvTimeout")) << bad;
+                HasSubstr("methodConfig[0].retryPolicy.perAttemptRecvTimeout"))
+        << bad;
   }
   // Without it, the codes must name one.
   absl::StatusOr<ServiceConfig> empty = ParseServiceConfig(
@@ -236,13 +236,15 @@ TEST(ServiceConfig, HedgingPolicyAsA6SaysIt) {
   EXPECT_TRUE(mc->hedging_policy->NonFatal(4));
   EXPECT_FALSE(mc->hedging_policy->NonFatal(13));
   // No delay: every copy at once; no codes: every failure is fatal.
-  sc = ParseServiceConfig(R"({"methodConfig": [{"name": [{}], "hedgingPolicy": {"maxAttempts": 3}}]})");
+  sc = ParseServiceConfig(
+      R"({"methodConfig": [{"name": [{}], "hedgingPolicy": {"maxAttempts": 3}}]})");
   ASSERT_TRUE(sc.ok()) << sc.status();
   EXPECT_EQ(sc->Find("/a.B/C")->hedging_policy->hedging_delay, Duration::zero());
   EXPECT_EQ(sc->Find("/a.B/C")->hedging_policy->non_fatal_codes, 0u);
   // Retries off: ignored, as grpc++ ignores it.
-  sc = ParseServiceConfig(R"({"methodConfig": [{"name": [{}], "hedgingPolicy": {"maxAttempts": 3}}]})",
-                          {.retries_enabled = false});
+  sc = ParseServiceConfig(
+      R"({"methodConfig": [{"name": [{}], "hedgingPolicy": {"maxAttempts": 3}}]})",
+      {.retries_enabled = false});
   ASSERT_TRUE(sc.ok()) << sc.status();
   EXPECT_FALSE(sc->Find("/a.B/C")->hedging_policy.has_value());
 }
@@ -268,8 +270,8 @@ TEST(ServiceConfig, JsonDurations) {
             std::chrono::seconds(86400) + std::chrono::nanoseconds(1));
   // google.protobuf.Duration's largest: more than Duration holds, so forever.
   EXPECT_EQ(ParseJsonDuration("315576000000s"), Duration::max());
-  for (const char* bad : {"", "s", "1", "1.s", ".5s", "1.0000000001s", "-1s", "1m", "1.5 s",
-                          "315576000001s"}) {
+  for (const char* bad :
+       {"", "s", "1", "1.s", ".5s", "1.0000000001s", "-1s", "1m", "1.5 s", "315576000001s"}) {
     EXPECT_FALSE(ParseJsonDuration(bad).has_value()) << bad;
   }
 }

@@ -11,15 +11,13 @@
 
 namespace ringrpc::channel {
 
-void AddressRecord::Set(ConnectivityState s) {
-  state_.store(s, std::memory_order_release);
-}
+void AddressRecord::Set(ConnectivityState s) { state_.store(s, std::memory_order_release); }
 
 absl::Status AddressRecord::CheckBackoff(TimePoint now) const {
   MutexLock lock(&mu_);
   if (now >= next_attempt_) return absl::OkStatus();
-  return absl::UnavailableError(absl::StrCat("backing off reconnecting to ", name_,
-                                             " after: ", last_error_.message()));
+  return absl::UnavailableError(
+      absl::StrCat("backing off reconnecting to ", name_, " after: ", last_error_.message()));
 }
 
 absl::StatusOr<Duration> AddressRecord::MayDial(TimePoint now) {
@@ -95,13 +93,11 @@ Task<absl::StatusOr<SubchannelManager::Connection>> SubchannelManager::Connect()
     (*c)->OnLost([conn, record = record, events = events,
                   configured = options.keepalive_time](const absl::Status& why) {
       std::string reason(why.message());
-      if (conn->goaway_code() == kEnhanceYourCalm &&
-          conn->goaway_debug() == "too_many_pings") {
+      if (conn->goaway_code() == kEnhanceYourCalm && conn->goaway_debug() == "too_many_pings") {
         record->OnTooManyPings();
         if (std::optional<Duration> t = record->KeepaliveTime(configured)) {
           absl::StrAppend(&reason, "; keepalive time for this address now ",
-                          std::chrono::duration_cast<std::chrono::milliseconds>(*t).count(),
-                          " ms");
+                          std::chrono::duration_cast<std::chrono::milliseconds>(*t).count(), " ms");
         }
       }
       if (events) events->Emit(SubchannelEvent::Kind::kConnectionLost, std::move(reason));
@@ -112,8 +108,7 @@ Task<absl::StatusOr<SubchannelManager::Connection>> SubchannelManager::Connect()
   co_return c;
 }
 
-Task<absl::StatusOr<SubchannelManager::Connection>> SubchannelManager::Attach(
-    Detached&& d) {
+Task<absl::StatusOr<SubchannelManager::Connection>> SubchannelManager::Attach(Detached&& d) {
   Detached mine = std::move(d);  // owned by this frame from the start
   runtime::EventLoop* loop = runtime::EventLoop::Current();
   if (loop == nullptr) {
@@ -124,8 +119,7 @@ Task<absl::StatusOr<SubchannelManager::Connection>> SubchannelManager::Attach(
 
 absl::Status SubchannelManager::Recycle(Connection& c) {
   if (c->accepting_streams()) return absl::OkStatus();
-  return c->close_reason().ok() ? absl::UnavailableError("connection draining")
-                                : c->close_reason();
+  return c->close_reason().ok() ? absl::UnavailableError("connection draining") : c->close_reason();
 }
 
 const char* RetireName(pool::RetireReason r) {
@@ -169,18 +163,33 @@ void EventHub::Emit(SubchannelEvent::Kind kind, std::string reason) {
 
 void EventHub::OnPoolEvent(const pool::PoolEvent& e) {
   switch (e.kind) {
-    case pool::PoolEventKind::kConnect: Emit(SubchannelEvent::Kind::kConnect); break;
-    case pool::PoolEventKind::kConnectFailed: Emit(SubchannelEvent::Kind::kConnectFailed); break;
-    case pool::PoolEventKind::kRetire: Emit(SubchannelEvent::Kind::kRetire, RetireName(e.reason)); break;
-    case pool::PoolEventKind::kPark: Emit(SubchannelEvent::Kind::kPark); break;
-    case pool::PoolEventKind::kUnpark: Emit(SubchannelEvent::Kind::kUnpark); break;
+    case pool::PoolEventKind::kConnect:
+      Emit(SubchannelEvent::Kind::kConnect);
+      break;
+    case pool::PoolEventKind::kConnectFailed:
+      Emit(SubchannelEvent::Kind::kConnectFailed);
+      break;
+    case pool::PoolEventKind::kRetire:
+      Emit(SubchannelEvent::Kind::kRetire, RetireName(e.reason));
+      break;
+    case pool::PoolEventKind::kPark:
+      Emit(SubchannelEvent::Kind::kPark);
+      break;
+    case pool::PoolEventKind::kUnpark:
+      Emit(SubchannelEvent::Kind::kUnpark);
+      break;
   }
 }
 
 SharingKey SharingKey::Of(const std::string& address, const ChannelConfig& c, const void* cq,
                           std::optional<std::string> health_service) {
-  return SharingKey{address, c.connection, c.backoff,       c.pool,
-                    c.reservoir_capacity, cq, std::move(health_service)};
+  return SharingKey{address,
+                    c.connection,
+                    c.backoff,
+                    c.pool,
+                    c.reservoir_capacity,
+                    cq,
+                    std::move(health_service)};
 }
 
 bool Subchannel::Healthy() const {
@@ -191,9 +200,12 @@ ConnectivityState Subchannel::PickState() const {
   const ConnectivityState s = record->state();
   if (health == nullptr || s == ConnectivityState::kTransientFailure) return s;
   switch (health->state()) {
-    case Health::kServing: return s;
-    case Health::kUnknown: return ConnectivityState::kConnecting;
-    case Health::kNotServing: return ConnectivityState::kTransientFailure;
+    case Health::kServing:
+      return s;
+    case Health::kUnknown:
+      return ConnectivityState::kConnecting;
+    case Health::kNotServing:
+      return ConnectivityState::kTransientFailure;
   }
   return s;
 }
@@ -231,15 +243,15 @@ absl::StatusOr<std::shared_ptr<Subchannel>> SubchannelRegistry::Attach(
     pc.observer = events;
     std::shared_ptr<pool::Exchange<SubchannelManager::Detached>> reservoir;
     if (config.reservoir_capacity > 0) {
-      reservoir = std::make_shared<pool::Reservoir<SubchannelManager::Detached>>(
-          config.reservoir_capacity);
+      reservoir =
+          std::make_shared<pool::Reservoir<SubchannelManager::Detached>>(config.reservoir_capacity);
     }
     absl::StatusOr<SubchannelPool> p = SubchannelPool::Create(pc, manager, reservoir);
     if (!p.ok()) return p.status();
     sc = std::make_shared<Subchannel>(record, *p, events);
     if (key.health_service) {
-      sc->health = std::make_shared<HealthWatch>(*key.health_service, record, *p, events,
-                                                 config.backoff);
+      sc->health =
+          std::make_shared<HealthWatch>(*key.health_service, record, *p, events, config.backoff);
     }
     if (!local) shared_.emplace_back(key, sc);
   }

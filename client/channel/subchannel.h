@@ -52,7 +52,7 @@ class AddressRecord {
   // OK if a dial may start now; else UNAVAILABLE with the last connect
   // error (the address is backing off, for every thread).
   absl::Status CheckBackoff(TimePoint now) const;
-  void OnConnected();                                   // SETTINGS arrived
+  void OnConnected();  // SETTINGS arrived
   void OnConnectFailed(const absl::Status& error, TimePoint now);
   absl::Status last_error() const;
   TimePoint next_attempt() const;
@@ -185,8 +185,8 @@ class SubchannelRegistry {
   // subchannel's health check starts.
   using Listeners = std::vector<std::shared_ptr<SubchannelEventListener>>;
   absl::StatusOr<std::shared_ptr<Subchannel>> Attach(
-      const transport::Address& address, const ChannelConfig& config,
-      runtime::CqThreads& cq, bool local, uint64_t seed, const Listeners& listeners,
+      const transport::Address& address, const ChannelConfig& config, runtime::CqThreads& cq,
+      bool local, uint64_t seed, const Listeners& listeners,
       std::optional<std::string> health_service = std::nullopt);
   // Ends one attachment (the listeners Attach added stop hearing). The last
   // one closes the pool on every CQ thread (each thread closes its own

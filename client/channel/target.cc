@@ -14,8 +14,8 @@ std::string Printable(std::string_view s) {
 }
 
 absl::Status Bad(std::string_view target, std::string_view why) {
-  return absl::InvalidArgumentError(absl::StrCat("invalid target \"", Printable(target),
-                                                 "\": ", std::string(why)));
+  return absl::InvalidArgumentError(
+      absl::StrCat("invalid target \"", Printable(target), "\": ", std::string(why)));
 }
 
 absl::StatusOr<Target> HostPort(std::string_view target, std::string_view hp) {
@@ -73,8 +73,8 @@ absl::StatusOr<Target> StaticList(std::string_view target, std::string_view list
     if (!a.ok()) return Bad(target, std::string(a.status().message()));
     if ((prefix == "ipv4" && a->family() != AF_INET) ||
         (prefix == "ipv6" && a->family() != AF_INET6)) {
-      return Bad(target, absl::StrCat("\"", Printable(part), "\" is not an ",
-                                      std::string(prefix), " address"));
+      return Bad(target, absl::StrCat("\"", Printable(part), "\" is not an ", std::string(prefix),
+                                      " address"));
     }
     t.addresses.push_back(*a);
   }
@@ -88,9 +88,8 @@ absl::StatusOr<std::string> ParseDnsServer(std::string_view authority) {
   // c-ares takes IP addresses only: a server named by a host name would
   // need a resolver to find the resolver.
   std::string with_port(authority);
-  bool has_port = authority.front() == '['
-                      ? authority.find("]:") != std::string_view::npos
-                      : authority.find(':') != std::string_view::npos;
+  bool has_port = authority.front() == '[' ? authority.find("]:") != std::string_view::npos
+                                           : authority.find(':') != std::string_view::npos;
   if (!has_port) with_port += ":53";
   absl::StatusOr<transport::Address> a = transport::Address::Parse(with_port);
   if (!a.ok() || (a->family() != AF_INET && a->family() != AF_INET6)) {

@@ -32,7 +32,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     Check(!t->addresses.empty(), "a static target without addresses");
     for (const auto& a : t->addresses) {
       std::string printed = a.ToString();
-      absl::StatusOr<ringrpc::transport::Address> back = ringrpc::transport::Address::Parse(printed);
+      absl::StatusOr<ringrpc::transport::Address> back =
+          ringrpc::transport::Address::Parse(printed);
       Check(back.ok() && back->ToString() == printed, "an address that does not print back");
     }
   } else {

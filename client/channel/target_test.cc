@@ -59,8 +59,8 @@ TEST(Target, MalformedTargetsSayWhy) {
                  Case{"host:99999", "port out of range"}, Case{"host:abc", "not a number"},
                  Case{"ipv4:", "no addresses"}, Case{"ipv4:1.2.3.4:5,[::1]:6", "not an ipv4"},
                  Case{"ipv6:1.2.3.4:5", "not an ipv6"}, Case{"xds:///", "expected xds:///name"},
-                 Case{"foo:///svc", "unknown scheme"},
-                 Case{"::1:80", "need [brackets]"}, Case{"unix:", "empty unix socket path"}}) {
+                 Case{"foo:///svc", "unknown scheme"}, Case{"::1:80", "need [brackets]"},
+                 Case{"unix:", "empty unix socket path"}}) {
     absl::StatusOr<Target> p = ParseTarget(c.target);
     ASSERT_FALSE(p.ok()) << c.target;
     EXPECT_EQ(p.status().code(), absl::StatusCode::kInvalidArgument);
@@ -78,8 +78,7 @@ TEST(Target, RegressionNulByteInAPathOrHostIsRejected) {
     absl::StatusOr<Target> p = ParseTarget(t);
     ASSERT_FALSE(p.ok());
     EXPECT_EQ(p.status().code(), absl::StatusCode::kInvalidArgument);
-    EXPECT_NE(std::string(p.status().message()).find("NUL byte"), std::string::npos)
-        << p.status();
+    EXPECT_NE(std::string(p.status().message()).find("NUL byte"), std::string::npos) << p.status();
   }
   // An abstract socket's name may hold NUL bytes.
   EXPECT_TRUE(ParseTarget("unix-abstract:a\0b"sv).ok());

@@ -23,8 +23,7 @@ namespace internal {
 // The one place allowed into ClientContext's private fields.
 class CallAccess {
  public:
-  static const std::vector<std::pair<std::string, std::string>>& metadata(
-      const ClientContext& c) {
+  static const std::vector<std::pair<std::string, std::string>>& metadata(const ClientContext& c) {
     return c.metadata_;
   }
   static std::shared_ptr<CancelState> cancel(const ClientContext& c) { return c.cancel_; }

@@ -88,12 +88,13 @@ class CallOpener {
   // `method` must outlive the task (callers await it at once). One
   // attempt, recorded in the channel's call metrics; with `whole_call` its
   // end is the call's end too (a stream; Unary records its call itself).
-  static Task<std::unique_ptr<ClientCall>> Open(
-      std::shared_ptr<channel::ChannelState> self, const std::string& method, ClientContext* ctx,
-      Status* out, bool whole_call = true, const AttemptPlan* plan = nullptr);
-  static Task<std::unique_ptr<ClientCall>> OpenHolding(
-      std::shared_ptr<channel::ChannelState> self, std::string method, ClientContext* ctx,
-      Status* out) {
+  static Task<std::unique_ptr<ClientCall>> Open(std::shared_ptr<channel::ChannelState> self,
+                                                const std::string& method, ClientContext* ctx,
+                                                Status* out, bool whole_call = true,
+                                                const AttemptPlan* plan = nullptr);
+  static Task<std::unique_ptr<ClientCall>> OpenHolding(std::shared_ptr<channel::ChannelState> self,
+                                                       std::string method, ClientContext* ctx,
+                                                       Status* out) {
     co_return co_await Open(std::move(self), method, ctx, out);
   }
   // A unary call; the task holds the channel. Its attempts: the
@@ -130,12 +131,14 @@ class CallOpener {
                                   const std::optional<std::string>& authority,
                                   transport::Metadata& md,
                                   std::unique_ptr<CallInterceptors>* interceptors);
-  static std::unique_ptr<ClientCall> MakeCall(
-      const std::shared_ptr<channel::ChannelState>& self, Attempt& a,
-      channel::SubchannelLease leased, std::unique_ptr<transport::Call> call,
-      std::unique_ptr<CallInterceptors> interceptors, const channel::ActiveConfig& active,
-      const channel::MethodConfig* mc, const AttemptPlan* plan, bool whole_call,
-      AttemptRecord& record);
+  static std::unique_ptr<ClientCall> MakeCall(const std::shared_ptr<channel::ChannelState>& self,
+                                              Attempt& a, channel::SubchannelLease leased,
+                                              std::unique_ptr<transport::Call> call,
+                                              std::unique_ptr<CallInterceptors> interceptors,
+                                              const channel::ActiveConfig& active,
+                                              const channel::MethodConfig* mc,
+                                              const AttemptPlan* plan, bool whole_call,
+                                              AttemptRecord& record);
 
  public:
   // hedging.cc: what the copies of a hedged call share.

@@ -27,8 +27,7 @@ Task<void> AwaitFirstResolution(channel::ChannelState& st, runtime::EventLoop& l
 }
 
 Task<std::optional<Status>> WaitToRetry(runtime::EventLoop& loop, const ClientContext& ctx,
-                                        Duration delay, TimePoint deadline,
-                                        std::string last,
+                                        Duration delay, TimePoint deadline, std::string last,
                                         std::function<bool()> cancelled) {
   const TimePoint until =
       delay < TimePoint::max() - loop.Now() ? loop.Now() + delay : TimePoint::max();
@@ -40,9 +39,9 @@ Task<std::optional<Status>> WaitToRetry(runtime::EventLoop& loop, const ClientCo
       co_return Status(StatusCode::CANCELLED, "cancelled while waiting to retry");
     }
     if (loop.Now() >= deadline) {
-      co_return Status(StatusCode::DEADLINE_EXCEEDED,
-                       absl::StrCat("deadline exceeded while waiting to retry; last attempt: ",
-                                    last));
+      co_return Status(
+          StatusCode::DEADLINE_EXCEEDED,
+          absl::StrCat("deadline exceeded while waiting to retry; last attempt: ", last));
     }
   }
   co_return std::nullopt;

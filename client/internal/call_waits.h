@@ -44,8 +44,7 @@ Task<void> AwaitFirstResolution(channel::ChannelState& st, runtime::EventLoop& l
 // waited, the next attempt may go; else the call's status (CANCELLED, or
 // DEADLINE_EXCEEDED naming `last`, the last attempt's message).
 Task<std::optional<Status>> WaitToRetry(runtime::EventLoop& loop, const ClientContext& ctx,
-                                        Duration delay, TimePoint deadline,
-                                        std::string last,
+                                        Duration delay, TimePoint deadline, std::string last,
                                         std::function<bool()> cancelled = nullptr);
 
 }  // namespace ringrpc::internal

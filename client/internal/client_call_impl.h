@@ -35,7 +35,7 @@ struct ClientCall::Impl final : transport::Call::EndObserver {
   // context (the destructor must not read the context).
   std::shared_ptr<internal::CancelState> cancel_state;
   std::shared_ptr<channel::Subchannel> sc;
-  channel::SubchannelLease lease;             // destroyed after `call`
+  channel::SubchannelLease lease;  // destroyed after `call`
   std::unique_ptr<transport::Call> call;
   // The channel's interceptors for this call (null: none).
   std::unique_ptr<internal::CallInterceptors> interceptors;
@@ -92,7 +92,7 @@ struct ClientCall::Impl final : transport::Call::EndObserver {
     size_t limit = 0;  // grpc.per_rpc_retry_buffer_size
     bool writes_done = false;
     bool committed = false;
-    bool cancelled = false;  // ClientCall::Cancel: never again
+    bool cancelled = false;   // ClientCall::Cancel: never again
     bool opening = false;     // the next attempt is being opened
     uint64_t generation = 0;  // bumped by each new attempt
     // generation + 1 of an attempt perAttemptRecvTimeout cut off (0: none).

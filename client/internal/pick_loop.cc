@@ -12,7 +12,9 @@
 namespace ringrpc::internal {
 namespace {
 
-Task<absl::StatusOr<SubchannelLease>> Acquire(channel::SubchannelPool p) { co_return co_await p.Acquire(); }
+Task<absl::StatusOr<SubchannelLease>> Acquire(channel::SubchannelPool p) {
+  co_return co_await p.Acquire();
+}
 
 Step Fail(Attempt& a, Status s) {
   a.failure = std::move(s);
@@ -45,7 +47,8 @@ Task<void> Pause(Attempt& a, TimePoint t) {
 std::optional<Status> Ended(Attempt& a) {
   {
     MutexLock lock(&a.cancel->mu);
-    if (a.cancel->cancelled) return Status(StatusCode::CANCELLED, "cancelled before the call started");
+    if (a.cancel->cancelled)
+      return Status(StatusCode::CANCELLED, "cancelled before the call started");
   }
   if (a.abandoned != nullptr && *a.abandoned) {
     return Status(StatusCode::CANCELLED, "another hedged attempt of the call answered first");
@@ -76,8 +79,7 @@ Task<Step> OnLeaseFailed(Attempt& a, absl::Status error) {
   }
   // Wait for the address's backoff (shared by all threads) to allow a new
   // attempt, or a little while, within the deadline.
-  TimePoint retry =
-      std::max(a.sc->record->next_attempt(), a.loop.Now() + kMinLeaseRetryDelay);
+  TimePoint retry = std::max(a.sc->record->next_attempt(), a.loop.Now() + kMinLeaseRetryDelay);
   co_await Pause(a, retry);
   co_return Step::kAgain;
 }
@@ -148,8 +150,7 @@ Task<Step> FinishPick(Attempt& a, Step step) {
   Duration left = a.deadline == TimePoint::max() ? Duration(std::chrono::hours(24 * 365))
                                                  : a.deadline - a.loop.Now();
   if (a.abandoned != nullptr) left = std::min(left, Duration(kAbandonPoll));
-  runtime::WithTimeout<absl::StatusOr<SubchannelLease>> wait(
-      a.loop, Acquire(a.sc->pool), left);
+  runtime::WithTimeout<absl::StatusOr<SubchannelLease>> wait(a.loop, Acquire(a.sc->pool), left);
   std::optional<absl::StatusOr<SubchannelLease>> waited;
   {
     // Behind another call's dial this wait can last the connect timeout:

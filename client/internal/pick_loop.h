@@ -76,7 +76,7 @@ struct Attempt {
   size_t index;  // the CQ thread's
   runtime::EventLoop& loop;
   ClientContext* ctx;
-  TimePoint deadline;  // TimePoint::max(): none
+  TimePoint deadline;   // TimePoint::max(): none
   bool wait_for_ready;  // the context's, else the service config's
   std::shared_ptr<CancelState> cancel;
   const bool* abandoned = nullptr;  // a hedged attempt the call no longer needs
@@ -88,7 +88,7 @@ struct Attempt {
   absl::Status last;  // the latest failure, for the message of the final one
   std::shared_ptr<Subchannel> sc;
   std::optional<SubchannelLease> lease;
-  Status failure;  // with Step::kFail
+  Status failure;         // with Step::kFail
   bool resolved = false;  // this round's pick saw a resolver answer
 };
 

@@ -1,7 +1,5 @@
 #include "client/runtime/cq_threads.h"
 
-#include "client/runtime/cpu_count.h"
-
 #include <pthread.h>
 
 #include <cstdio>
@@ -13,6 +11,7 @@
 
 #include "base/fork.h"
 #include "base/mutex.h"
+#include "client/runtime/cpu_count.h"
 #include "pool/thread_context.h"
 
 namespace ringrpc::runtime {

@@ -59,8 +59,8 @@ class EpollLoop final : public EventLoop {
         n = ::recv(op->fd, op->buf.data(), op->buf.size(), MSG_DONTWAIT);
         break;
       case IoOp::Kind::kSend:
-        n = ::send(op->fd, op->buf.data() + op->offset,
-                   op->buf.size() - op->offset, MSG_DONTWAIT | MSG_NOSIGNAL);
+        n = ::send(op->fd, op->buf.data() + op->offset, op->buf.size() - op->offset,
+                   MSG_DONTWAIT | MSG_NOSIGNAL);
         break;
       case IoOp::Kind::kSendMsg:
         n = ::sendmsg(op->fd, &op->msg, MSG_DONTWAIT | MSG_NOSIGNAL);
@@ -149,8 +149,7 @@ class EpollLoop final : public EventLoop {
     int ms = -1;
     if (timeout >= Duration::zero()) {
       // Round up, so a timer is never found not yet due after the wait.
-      ms = static_cast<int>(
-          std::chrono::ceil<std::chrono::milliseconds>(timeout).count());
+      ms = static_cast<int>(std::chrono::ceil<std::chrono::milliseconds>(timeout).count());
     }
     if (!interrupted_.empty()) {
       for (IoOp* op : std::exchange(interrupted_, {})) Complete(op, -ECANCELED);

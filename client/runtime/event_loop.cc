@@ -1,9 +1,8 @@
 #include "client/runtime/event_loop.h"
 
-#include <algorithm>
-
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <thread>
@@ -38,21 +37,18 @@ class CurrentLoopScope {
 };
 }  // namespace
 
-const char* BackendName(Backend b) {
-  return b == Backend::kIoUring ? "io_uring" : "epoll";
-}
+const char* BackendName(Backend b) { return b == Backend::kIoUring ? "io_uring" : "epoll"; }
 
 absl::StatusOr<std::optional<Backend>> BackendFromEnv() {
   const char* v = std::getenv("RINGRPC_POLLER");
   if (v == nullptr || *v == '\0') return std::optional<Backend>();
   if (std::strcmp(v, "io_uring") == 0) return std::optional<Backend>(Backend::kIoUring);
   if (std::strcmp(v, "epoll") == 0) return std::optional<Backend>(Backend::kEpoll);
-  return absl::InvalidArgumentError(absl::StrCat(
-      "RINGRPC_POLLER must be \"io_uring\" or \"epoll\", got \"", v, "\""));
+  return absl::InvalidArgumentError(
+      absl::StrCat("RINGRPC_POLLER must be \"io_uring\" or \"epoll\", got \"", v, "\""));
 }
 
-absl::StatusOr<std::unique_ptr<EventLoop>> EventLoop::Create(
-    std::optional<Backend> backend) {
+absl::StatusOr<std::unique_ptr<EventLoop>> EventLoop::Create(std::optional<Backend> backend) {
   if (backend == Backend::kEpoll) return internal::NewEpollLoop();
   absl::StatusOr<std::unique_ptr<EventLoop>> uring = internal::NewUringLoop();
   if (uring.ok() || backend == Backend::kIoUring) return uring;
@@ -141,8 +137,8 @@ void EventLoop::ReapFinishedTasks() {
   // Frames are destroyed outside tasks_: a destructor may Spawn.
   while (finished_tasks_ != 0) {
     finished_tasks_ = 0;
-    auto mid = std::partition(tasks_.begin(), tasks_.end(),
-                              [](const Task<void>& t) { return !t.done(); });
+    auto mid =
+        std::partition(tasks_.begin(), tasks_.end(), [](const Task<void>& t) { return !t.done(); });
     // The scratch vector is reused (no allocation per reap); taken out of
     // the member while in use, so a reap inside a destructor would only
     // allocate its own.
@@ -208,8 +204,7 @@ void EventLoop::RunOnce(Duration max_wait) {
   // wait below.
   ReapFinishedTasks();
   Duration timeout = TimeToNextTimer();
-  if (max_wait >= Duration::zero() &&
-      (timeout < Duration::zero() || max_wait < timeout)) {
+  if (max_wait >= Duration::zero() && (timeout < Duration::zero() || max_wait < timeout)) {
     timeout = max_wait;
   }
   if (!inbox_.empty() || stopping()) timeout = Duration::zero();
@@ -297,9 +292,7 @@ IoAwaitable EventLoop::Connect(int fd, const sockaddr* addr, socklen_t len) {
   return StartIo(std::move(op));
 }
 
-IoAwaitable EventLoop::PollIn(int fd) {
-  return StartIo(NewOp(IoOp::Kind::kPoll, fd));
-}
+IoAwaitable EventLoop::PollIn(int fd) { return StartIo(NewOp(IoOp::Kind::kPoll, fd)); }
 
 void EventLoop::Interrupt(IoOp* op) {
   if (op == nullptr || op->done || !op->waiter || op->interrupted) return;
@@ -364,8 +357,6 @@ bool IoAwaitable::await_suspend(std::coroutine_handle<> h) {
   return false;  // completed at once: resume without suspending
 }
 
-IoResult IoAwaitable::await_resume() {
-  return IoResult{op_->res, std::move(op_->buf)};
-}
+IoResult IoAwaitable::await_resume() { return IoResult{op_->res, std::move(op_->buf)}; }
 
 }  // namespace ringrpc::runtime

@@ -86,10 +86,8 @@ class EventLoop;
 
 class IoAwaitable {
  public:
-  IoAwaitable(EventLoop* loop, std::unique_ptr<IoOp> op)
-      : loop_(loop), op_(op.release()) {}
-  IoAwaitable(IoAwaitable&& o) noexcept
-      : loop_(o.loop_), op_(std::exchange(o.op_, nullptr)) {}
+  IoAwaitable(EventLoop* loop, std::unique_ptr<IoOp> op) : loop_(loop), op_(op.release()) {}
+  IoAwaitable(IoAwaitable&& o) noexcept : loop_(o.loop_), op_(std::exchange(o.op_, nullptr)) {}
   IoAwaitable(const IoAwaitable&) = delete;
   IoAwaitable& operator=(const IoAwaitable&) = delete;
   ~IoAwaitable();

@@ -4,10 +4,10 @@
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -68,9 +68,7 @@ class EchoServer {
   std::vector<std::thread> echoers_;
 };
 
-int NonBlockingSocket() {
-  return ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-}
+int NonBlockingSocket() { return ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0); }
 
 class LoopTest : public ::testing::TestWithParam<Backend> {
  protected:
@@ -177,8 +175,8 @@ TEST_P(LoopTest, PostsFromAnotherThreadRunInOrderOnTheLoopThread) {
   EXPECT_EQ(loop_->stats().posts, uint64_t{kPosts + 1});
 }
 
-Task<void> EchoOnce(EventLoop& loop, sockaddr_in addr, std::string msg,
-                    std::string* got, int* error) {
+Task<void> EchoOnce(EventLoop& loop, sockaddr_in addr, std::string msg, std::string* got,
+                    int* error) {
   int fd = NonBlockingSocket();
   IoResult c = co_await loop.Connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
   if (!c.ok()) {
@@ -292,10 +290,10 @@ TEST_P(LoopTest, ClosingASocketWithASendQueuedNeverSendsOnItsReusedNumber) {
     IoOp* op = nullptr;
     IoResult r;
     bool returned = false;
-    Task<void> t = AwaitInto(loop_->Send(sv[0], std::vector<uint8_t>(4, 'x'), 0), &op, &r,
-                             &returned);
+    Task<void> t =
+        AwaitInto(loop_->Send(sv[0], std::vector<uint8_t>(4, 'x'), 0), &op, &r, &returned);
     t.handle().resume();  // queued, not yet submitted
-  }  // the sender goes away
+  }                       // the sender goes away
   loop_->Close(sv[0]);
   // The number is free: the next socket gets it (lowest free descriptor).
   int other[2];
@@ -315,8 +313,7 @@ TEST_P(LoopTest, InterruptedRecvEndsCancelledAndLosesNoBytes) {
   IoOp* op = nullptr;
   IoResult r;
   bool returned = false;
-  loop_->Spawn(AwaitInto(loop_->Recv(sv[0], std::vector<uint8_t>(64)), &op, &r,
-                         &returned));
+  loop_->Spawn(AwaitInto(loop_->Recv(sv[0], std::vector<uint8_t>(64)), &op, &r, &returned));
   loop_->RunOnce(milliseconds(10));
   ASSERT_NE(op, nullptr);
   ASSERT_FALSE(returned);
@@ -328,8 +325,7 @@ TEST_P(LoopTest, InterruptedRecvEndsCancelledAndLosesNoBytes) {
   // Bytes written after the interrupt are all there for the next reader.
   ASSERT_EQ(::write(sv[1], "after", 5), 5);
   returned = false;
-  loop_->Spawn(AwaitInto(loop_->Recv(sv[0], std::vector<uint8_t>(64)), &op, &r,
-                         &returned));
+  loop_->Spawn(AwaitInto(loop_->Recv(sv[0], std::vector<uint8_t>(64)), &op, &r, &returned));
   ASSERT_TRUE(RunUntil([&] { return returned; }));
   ASSERT_EQ(r.res, 5);
   EXPECT_EQ(std::string(r.buf.begin(), r.buf.begin() + 5), "after");
@@ -343,8 +339,7 @@ TEST_P(LoopTest, InterruptingARecvThatAlreadyGotBytesKeepsThem) {
   IoOp* op = nullptr;
   IoResult r;
   bool returned = false;
-  loop_->Spawn(AwaitInto(loop_->Recv(sv[0], std::vector<uint8_t>(64)), &op, &r,
-                         &returned));
+  loop_->Spawn(AwaitInto(loop_->Recv(sv[0], std::vector<uint8_t>(64)), &op, &r, &returned));
   loop_->RunOnce(milliseconds(10));
   ASSERT_NE(op, nullptr);
   // The bytes arrive and the interrupt is asked in the same turn: whichever
@@ -495,8 +490,7 @@ TEST_P(LoopTest, FinishedTasksAreFreedBeforeTheLoopWaitsAgain) {
   EXPECT_EQ(loop_->spawned(), 0u);
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, LoopTest,
-                         ::testing::Values(Backend::kIoUring, Backend::kEpoll),
+INSTANTIATE_TEST_SUITE_P(Backends, LoopTest, ::testing::Values(Backend::kIoUring, Backend::kEpoll),
                          [](const auto& info) { return BackendName(info.param); });
 
 // ---- CQ threads --------------------------------------------------------------

@@ -43,8 +43,7 @@ class UringLoop final : public EventLoop {
 
   absl::Status Init() {
     io_uring_params p{};
-    p.flags = IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN |
-              IORING_SETUP_COOP_TASKRUN;
+    p.flags = IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_COOP_TASKRUN;
     int rc;
     {
       MutexLock lock(&ring_mappings);
@@ -56,8 +55,7 @@ class UringLoop final : public EventLoop {
       }
     }
     if (rc < 0) {
-      return absl::UnavailableError(
-          absl::StrCat("io_uring_queue_init: ", std::strerror(-rc)));
+      return absl::UnavailableError(absl::StrCat("io_uring_queue_init: ", std::strerror(-rc)));
     }
     ring_ok_ = true;
     // What this kernel's io_uring can do: the operations every loop needs
@@ -66,8 +64,9 @@ class UringLoop final : public EventLoop {
     // RINGRPC_MSG_RING=0, cross-thread wake-ups write the eventfd).
     io_uring_probe* probe = io_uring_get_probe_ring(&ring_);
     if (probe == nullptr) {
-      return absl::UnavailableError("io_uring: the kernel cannot say which operations it has "
-                                    "(Linux 5.6 or later is needed)");
+      return absl::UnavailableError(
+          "io_uring: the kernel cannot say which operations it has "
+          "(Linux 5.6 or later is needed)");
     }
     struct Needed {
       int op;
@@ -79,8 +78,8 @@ class UringLoop final : public EventLoop {
                      Needed{IORING_OP_SENDMSG, "SENDMSG"}}) {
       if (!io_uring_opcode_supported(probe, n.op)) {
         io_uring_free_probe(probe);
-        return absl::UnavailableError(absl::StrCat(
-            "io_uring: this kernel lacks IORING_OP_", n.name, " (Linux 5.6 or later is needed)"));
+        return absl::UnavailableError(absl::StrCat("io_uring: this kernel lacks IORING_OP_", n.name,
+                                                   " (Linux 5.6 or later is needed)"));
       }
     }
     const char* env = std::getenv("RINGRPC_MSG_RING");
@@ -112,7 +111,6 @@ class UringLoop final : public EventLoop {
 
   int ring_fd() const { return ring_.ring_fd; }
 
-
  private:
   io_uring_sqe* GetSqe() {
     io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
@@ -133,16 +131,14 @@ class UringLoop final : public EventLoop {
       case IoOp::Kind::kSend:
         // MSG_WAITALL: the kernel retries a short send itself, so a send's
         // completion means all of it went (what a quiet send relies on).
-        io_uring_prep_send(sqe, op->fd, op->buf.data() + op->offset,
-                           op->buf.size() - op->offset, MSG_NOSIGNAL | MSG_WAITALL);
+        io_uring_prep_send(sqe, op->fd, op->buf.data() + op->offset, op->buf.size() - op->offset,
+                           MSG_NOSIGNAL | MSG_WAITALL);
         break;
       case IoOp::Kind::kSendMsg:
         io_uring_prep_sendmsg(sqe, op->fd, &op->msg, MSG_NOSIGNAL | MSG_WAITALL);
         break;
       case IoOp::Kind::kConnect:
-        io_uring_prep_connect(sqe, op->fd,
-                              reinterpret_cast<sockaddr*>(&op->addr),
-                              op->addrlen);
+        io_uring_prep_connect(sqe, op->fd, reinterpret_cast<sockaddr*>(&op->addr), op->addrlen);
         break;
       case IoOp::Kind::kPoll:
         io_uring_prep_poll_add(sqe, op->fd, POLLIN);
@@ -186,8 +182,7 @@ class UringLoop final : public EventLoop {
       return false;  // the caller writes the target's eventfd
     }
     io_uring_sqe* sqe = GetSqe();
-    io_uring_prep_msg_ring(sqe, static_cast<UringLoop*>(target)->ring_fd(), 0,
-                           kMsgRingIn, 0);
+    io_uring_prep_msg_ring(sqe, static_cast<UringLoop*>(target)->ring_fd(), 0, kMsgRingIn, 0);
     io_uring_sqe_set_data64(sqe, kMsgRingSent);
     ++stats_.msg_rings_sent;
     // Submitted now, not with this loop's next submit: the code that

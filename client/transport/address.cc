@@ -43,8 +43,8 @@ absl::StatusOr<Address> Address::Parse(std::string_view text) {
     }
     std::memcpy(un.sun_path + offset, path.data(), path.size());
     std::memcpy(&a.storage, &un, sizeof un);
-    a.len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + offset +
-                                   path.size() + (abstract ? 0 : 1));
+    a.len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + offset + path.size() +
+                                   (abstract ? 0 : 1));
     return a;
   };
   if (text.rfind("unix-abstract:", 0) == 0) return unix_path(text.substr(14), true);
@@ -58,8 +58,7 @@ absl::StatusOr<Address> Address::Parse(std::string_view text) {
   }
   if (!text.empty() && text[0] == '[') {
     size_t close = text.find(']');
-    if (close == std::string_view::npos || close + 1 >= text.size() ||
-        text[close + 1] != ':') {
+    if (close == std::string_view::npos || close + 1 >= text.size() || text[close + 1] != ':') {
       return Bad(text, "expected [ipv6]:port");
     }
     std::string host(text.substr(1, close - 1));

@@ -20,9 +20,7 @@ struct Address {
   socklen_t len = 0;
 
   int family() const { return storage.ss_family; }
-  const sockaddr* sockaddr_ptr() const {
-    return reinterpret_cast<const sockaddr*>(&storage);
-  }
+  const sockaddr* sockaddr_ptr() const { return reinterpret_cast<const sockaddr*>(&storage); }
   // "127.0.0.1:50051", "[::1]:50051", "unix:/path", "unix-abstract:name".
   std::string ToString() const;
 

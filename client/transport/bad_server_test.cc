@@ -104,16 +104,16 @@ TEST_F(BadServerTest, SilentServerTimesOutTheConnectWithTheReason) {
 }
 
 TEST_F(BadServerTest, InvalidHpackIsAConnectionError) {
-  Outcome o = Scripted(ServerSettings() + Frame(kHeaders, kEndHeaders, 1, "\xff\xff\xff\xff\xff"),
-                       true);
+  Outcome o =
+      Scripted(ServerSettings() + Frame(kHeaders, kEndHeaders, 1, "\xff\xff\xff\xff\xff"), true);
   EXPECT_EQ(o.status.code(), absl::StatusCode::kUnavailable) << o.status;
   EXPECT_THAT(std::string(o.status.message()), HasSubstr("protocol error"));
 }
 
 TEST_F(BadServerTest, LengthPrefixLargerThanTheDataIsInternal) {
-  Outcome o = Scripted(ServerSettings() + ResponseHeaders(1) +
-                           Data(1, GrpcMessage("abc", 0, 16)) + Trailers(1, "0"),
-                       true);
+  Outcome o = Scripted(
+      ServerSettings() + ResponseHeaders(1) + Data(1, GrpcMessage("abc", 0, 16)) + Trailers(1, "0"),
+      true);
   EXPECT_EQ(o.status.code(), absl::StatusCode::kInternal) << o.status;
   EXPECT_THAT(std::string(o.status.message()), HasSubstr("middle of a message"));
 }
@@ -121,18 +121,17 @@ TEST_F(BadServerTest, LengthPrefixLargerThanTheDataIsInternal) {
 TEST_F(BadServerTest, LengthPrefixOverTheLimitIsResourceExhausted) {
   ConnectionOptions opts;
   opts.max_receive_message_size = 1024;
-  Outcome o = Scripted(ServerSettings() + ResponseHeaders(1) +
-                           Data(1, GrpcMessage("", 0, 0x7fffffff)),
-                       false, opts);
+  Outcome o = Scripted(
+      ServerSettings() + ResponseHeaders(1) + Data(1, GrpcMessage("", 0, 0x7fffffff)), false, opts);
   EXPECT_EQ(o.status.code(), absl::StatusCode::kResourceExhausted) << o.status;
 }
 
 // The call fails, even though the trailers said OK; the connection (whose
 // framing was fine) keeps serving.
 TEST_F(BadServerTest, CompressedFlagWithoutEncodingIsInternal) {
-  Outcome o = Scripted(ServerSettings() + ResponseHeaders(1) +
-                           Data(1, GrpcMessage("zz", 1)) + Trailers(1, "0"),
-                       false);
+  Outcome o = Scripted(
+      ServerSettings() + ResponseHeaders(1) + Data(1, GrpcMessage("zz", 1)) + Trailers(1, "0"),
+      false);
   EXPECT_EQ(o.status.code(), absl::StatusCode::kInternal) << o.status;
   EXPECT_THAT(std::string(o.status.message()),
               HasSubstr("compressed message without naming its grpc-encoding"));
@@ -148,8 +147,8 @@ TEST_F(BadServerTest, MissingGrpcStatusIsInternal) {
 }
 
 TEST_F(BadServerTest, DataEndingTheStreamWithoutTrailersIsInternal) {
-  Outcome o = Scripted(ServerSettings() + ResponseHeaders(1) + Data(1, GrpcMessage("m"), true),
-                       true);
+  Outcome o =
+      Scripted(ServerSettings() + ResponseHeaders(1) + Data(1, GrpcMessage("m"), true), true);
   EXPECT_EQ(o.status.code(), absl::StatusCode::kInternal) << o.status;
 }
 
@@ -196,11 +195,11 @@ TEST_F(BadServerTest, FloodOfTinyFramesEndsBoundedly) {
 TEST_F(BadServerTest, MetadataOverTheLimitIsResourceExhausted) {
   ConnectionOptions opts;
   opts.max_metadata_size = 4096;
-  Outcome o = Scripted(ServerSettings() +
-                           Headers(1, false, {{":status", "200"},
-                                              {"x-big", std::string(5000, 'v')}}) +
-                           Trailers(1, "0"),
-                       false, opts);
+  Outcome o =
+      Scripted(ServerSettings() +
+                   Headers(1, false, {{":status", "200"}, {"x-big", std::string(5000, 'v')}}) +
+                   Trailers(1, "0"),
+               false, opts);
   EXPECT_EQ(o.status.code(), absl::StatusCode::kResourceExhausted) << o.status;
   EXPECT_THAT(std::string(o.status.message()), HasSubstr("metadata larger than the limit"));
 }
@@ -215,8 +214,7 @@ TEST_F(BadServerTest, GoawayBelowAnOpenStreamFailsItAsNeverSent) {
   EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
   EXPECT_TRUE((*call)->never_sent());
   EXPECT_FALSE(conn->accepting_streams());
-  EXPECT_EQ(conn->StartCall({.path = "/x.Y/Z"}).status().code(),
-            absl::StatusCode::kUnavailable);
+  EXPECT_EQ(conn->StartCall({.path = "/x.Y/Z"}).status().code(), absl::StatusCode::kUnavailable);
 }
 
 TEST_F(BadServerTest, PeerMaxConcurrentStreamsIsHonouredAndReported) {
@@ -235,9 +233,10 @@ TEST_F(BadServerTest, PeerMaxConcurrentStreamsIsHonouredAndReported) {
 TEST_F(BadServerTest, StatusDetailsBinAreDecoded) {
   Outcome o;
   RawServer server(ServerSettings() + ResponseHeaders(1) +
-                   Headers(1, true, {{"grpc-status", "3"},
-                                     {"grpc-message", "bad%20arg"},
-                                     {"grpc-status-details-bin", "AAEC/w=="}}));
+                   Headers(1, true,
+                           {{"grpc-status", "3"},
+                            {"grpc-message", "bad%20arg"},
+                            {"grpc-status-details-bin", "AAEC/w=="}}));
   auto conn = Adopt(server);
   auto call = *conn->StartCall({.path = "/x.Y/Z"});
   call->WritesDone();
@@ -289,8 +288,7 @@ constexpr bool kRssMeaningful = true;
 #endif
 
 TEST_F(BadServerTest, ContinuationFloodIsCutOffAndRetiresTheConnection) {
-  std::string flood = ServerSettings() +
-                      Frame(kHeaders, 0, 1, HeaderBlock({{":status", "200"}}));
+  std::string flood = ServerSettings() + Frame(kHeaders, 0, 1, HeaderBlock({{":status", "200"}}));
   std::string junk = HeaderBlock({{"x-junk", std::string(1000, 'j')}});
   for (int i = 0; i < 20000; ++i) flood += Frame(kContinuation, 0, 1, junk);  // 20 MB
   RawServer server(flood);

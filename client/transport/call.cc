@@ -89,19 +89,16 @@ std::string& Call::OwnTail() {
   return out_.back().own;
 }
 
-absl::Status Call::Enqueue(std::string_view message,
-                           const std::shared_ptr<const std::string>* held, bool compress) {
+absl::Status Call::Enqueue(std::string_view message, const std::shared_ptr<const std::string>* held,
+                           bool compress) {
   if (status_) {
-    return status_->ok()
-               ? absl::FailedPreconditionError("Write after the call ended")
-               : *status_;
+    return status_->ok() ? absl::FailedPreconditionError("Write after the call ended") : *status_;
   }
-  if (writes_done_)
-    return absl::FailedPreconditionError("Write after WritesDone");
+  if (writes_done_) return absl::FailedPreconditionError("Write after WritesDone");
   const std::optional<uint32_t>& max = max_send_;
   if (max && message.size() > *max) {
-    absl::Status s = absl::ResourceExhaustedError(absl::StrCat(
-        "sent message larger than max (", message.size(), " vs. ", *max, ")"));
+    absl::Status s = absl::ResourceExhaustedError(
+        absl::StrCat("sent message larger than max (", message.size(), " vs. ", *max, ")"));
     End(s);
     conn_->ResetStream(this, NGHTTP2_CANCEL);
     return s;
@@ -257,9 +254,9 @@ Task<std::optional<ByteBuffer>> Call::ReadBuffer() {
 
 absl::StatusOr<std::string> Call::Inflate(std::string_view bytes) const {
   if (response_encoding_.empty() || response_encoding_ == "identity") {
-    return absl::InternalError(absl::StrCat(
-        "the server sent a compressed message without naming its grpc-encoding (",
-        response_encoding_.empty() ? "none" : "identity", ")"));
+    return absl::InternalError(
+        absl::StrCat("the server sent a compressed message without naming its grpc-encoding (",
+                     response_encoding_.empty() ? "none" : "identity", ")"));
   }
   std::optional<Compression> c = ParseCompression(response_encoding_);
   if (!c) {

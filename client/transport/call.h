@@ -187,8 +187,7 @@ class Call {
   Metadata trailing_metadata_;
   std::optional<absl::Status> status_;
   bool never_sent_ = false;
-  bool reset_ =
-      false;  // RST_STREAM submitted (or the queued HEADERS cancelled)
+  bool reset_ = false;  // RST_STREAM submitted (or the queued HEADERS cancelled)
   // Deadline.
   class DeadlineTimer;
   std::unique_ptr<DeadlineTimer> deadline_;

@@ -20,9 +20,12 @@ constexpr size_t kMaxChunk = 1u << 30;
 
 const char* CompressionName(Compression c) {
   switch (c) {
-    case Compression::kIdentity: return "identity";
-    case Compression::kDeflate: return "deflate";
-    case Compression::kGzip: return "gzip";
+    case Compression::kIdentity:
+      return "identity";
+    case Compression::kDeflate:
+      return "deflate";
+    case Compression::kGzip:
+      return "gzip";
   }
   return "identity";
 }
@@ -72,7 +75,8 @@ absl::Status Compress(Compression c, int level, std::string_view in, std::string
   deflateEnd(&z);
   if (rc != Z_STREAM_END) {
     out.resize(start);
-    return absl::InternalError(absl::StrCat(CompressionName(c), " compression failed (zlib ", rc, ")"));
+    return absl::InternalError(
+        absl::StrCat(CompressionName(c), " compression failed (zlib ", rc, ")"));
   }
   out.resize(start + produced);
   return absl::OkStatus();
@@ -81,8 +85,8 @@ absl::Status Compress(Compression c, int level, std::string_view in, std::string
 absl::StatusOr<std::string> Decompress(Compression c, std::string_view in, uint32_t max_size) {
   if (c == Compression::kIdentity) {
     if (in.size() > max_size) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "received message larger than max (", in.size(), " vs. ", max_size, ")"));
+      return absl::ResourceExhaustedError(
+          absl::StrCat("received message larger than max (", in.size(), " vs. ", max_size, ")"));
     }
     return std::string(in);
   }
@@ -121,16 +125,16 @@ absl::StatusOr<std::string> Decompress(Compression c, std::string_view in, uint3
       if (rc != Z_OK && rc != Z_STREAM_END && rc != Z_BUF_ERROR) break;
     }
     if (produced > max_size) {
-      status = absl::ResourceExhaustedError(absl::StrCat(
-          "received message larger than max (more than ", max_size, " bytes once ",
-          CompressionName(c), "-decompressed)"));
+      status = absl::ResourceExhaustedError(
+          absl::StrCat("received message larger than max (more than ", max_size, " bytes once ",
+                       CompressionName(c), "-decompressed)"));
     } else if (rc != Z_STREAM_END) {
-      status = absl::InternalError(absl::StrCat(
-          "corrupt ", CompressionName(c), "-compressed message (zlib ", rc,
-          z.msg ? absl::StrCat(": ", z.msg) : std::string(), ")"));
+      status = absl::InternalError(
+          absl::StrCat("corrupt ", CompressionName(c), "-compressed message (zlib ", rc,
+                       z.msg ? absl::StrCat(": ", z.msg) : std::string(), ")"));
     } else if (z.avail_in != 0 || consumed != in.size()) {
-      status = absl::InternalError(absl::StrCat(
-          "bytes after the end of a ", CompressionName(c), "-compressed message"));
+      status = absl::InternalError(
+          absl::StrCat("bytes after the end of a ", CompressionName(c), "-compressed message"));
     } else {
       out.resize(produced);
     }

@@ -15,10 +15,10 @@
 
 #include "client/transport/grpc_wire.h"
 
-using ringrpc::transport::AppendFramedMessage;
-using ringrpc::transport::ReceivedMessage;
-using ringrpc::transport::MessageDecoder;
 using ringrpc::RecvBlock;
+using ringrpc::transport::AppendFramedMessage;
+using ringrpc::transport::MessageDecoder;
+using ringrpc::transport::ReceivedMessage;
 
 namespace {
 void Check(bool ok, const char* what) {
@@ -45,8 +45,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     // Odd sizes feed from a receive block (large bodies become slices).
     RecvBlock::Ref block = RecvBlock::Make(std::vector<uint8_t>(chunk.begin(), chunk.end()));
     if (piece % 2 == 1 || piece >= 4096) {
-      decoder.Feed(std::string_view(reinterpret_cast<const char*>(block->bytes().data()), chunk.size()),
-                   &block);
+      decoder.Feed(
+          std::string_view(reinterpret_cast<const char*>(block->bytes().data()), chunk.size()),
+          &block);
     } else {
       decoder.Feed(chunk);
     }

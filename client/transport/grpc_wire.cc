@@ -1,11 +1,10 @@
 #include "client/transport/grpc_wire.h"
 
-#include <new>
-
 #include <algorithm>
 #include <cctype>
-#include <cstring>
 #include <chrono>
+#include <cstring>
+#include <new>
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
@@ -34,9 +33,8 @@ std::string EncodeGrpcTimeout(Duration d) {
     int64_t ns;
     char c;
   };
-  for (Unit u : {Unit{1, 'n'}, Unit{1000, 'u'}, Unit{1000000, 'm'},
-                 Unit{1000000000, 'S'}, Unit{60000000000, 'M'},
-                 Unit{3600000000000, 'H'}}) {
+  for (Unit u : {Unit{1, 'n'}, Unit{1000, 'u'}, Unit{1000000, 'm'}, Unit{1000000000, 'S'},
+                 Unit{60000000000, 'M'}, Unit{3600000000000, 'H'}}) {
     int64_t v = (ns + u.ns - 1) / u.ns;  // round up: never promise less time
     if (v <= kMax) return absl::StrCat(v, std::string(1, u.c));
   }
@@ -45,14 +43,14 @@ std::string EncodeGrpcTimeout(Duration d) {
 
 absl::StatusOr<absl::StatusCode> ParseGrpcStatus(std::string_view v) {
   if (v.empty() || v.size() > 9) {
-    return absl::InternalError(absl::StrCat("malformed grpc-status \"",
-                                            std::string(v.substr(0, 32)), "\""));
+    return absl::InternalError(
+        absl::StrCat("malformed grpc-status \"", std::string(v.substr(0, 32)), "\""));
   }
   int code = 0;
   for (char c : v) {
     if (c < '0' || c > '9') {
-      return absl::InternalError(absl::StrCat("malformed grpc-status \"",
-                                              std::string(v.substr(0, 32)), "\""));
+      return absl::InternalError(
+          absl::StrCat("malformed grpc-status \"", std::string(v.substr(0, 32)), "\""));
     }
     code = code * 10 + (c - '0');
   }
@@ -70,8 +68,7 @@ std::string PercentDecode(std::string_view v) {
     return -1;
   };
   for (size_t i = 0; i < v.size(); ++i) {
-    if (v[i] == '%' && i + 2 < v.size() && hex(v[i + 1]) >= 0 &&
-        hex(v[i + 2]) >= 0) {
+    if (v[i] == '%' && i + 2 < v.size() && hex(v[i + 1]) >= 0 && hex(v[i + 2]) >= 0) {
       out.push_back(static_cast<char>(hex(v[i + 1]) * 16 + hex(v[i + 2])));
       i += 2;
     } else {
@@ -98,15 +95,21 @@ std::string PercentEncode(std::string_view v) {
 
 absl::StatusCode HttpStatusToGrpcCode(int s) {
   switch (s) {
-    case 400: return absl::StatusCode::kInternal;
-    case 401: return absl::StatusCode::kUnauthenticated;
-    case 403: return absl::StatusCode::kPermissionDenied;
-    case 404: return absl::StatusCode::kUnimplemented;
+    case 400:
+      return absl::StatusCode::kInternal;
+    case 401:
+      return absl::StatusCode::kUnauthenticated;
+    case 403:
+      return absl::StatusCode::kPermissionDenied;
+    case 404:
+      return absl::StatusCode::kUnimplemented;
     case 429:
     case 502:
     case 503:
-    case 504: return absl::StatusCode::kUnavailable;
-    default: return absl::StatusCode::kUnknown;
+    case 504:
+      return absl::StatusCode::kUnavailable;
+    default:
+      return absl::StatusCode::kUnknown;
   }
 }
 
@@ -137,11 +140,11 @@ void MessageDecoder::Feed(std::string_view bytes, const RecvBlock::Ref* block) {
         error_ = absl::InternalError(absl::StrCat("invalid gRPC message flag byte ", int(b[0])));
         break;
       }
-      uint32_t len = uint32_t(b[1]) << 24 | uint32_t(b[2]) << 16 |
-                     uint32_t(b[3]) << 8 | uint32_t(b[4]);
+      uint32_t len =
+          uint32_t(b[1]) << 24 | uint32_t(b[2]) << 16 | uint32_t(b[3]) << 8 | uint32_t(b[4]);
       if (len > max_) {
-        error_ = absl::ResourceExhaustedError(absl::StrCat(
-            "received message larger than max (", len, " vs. ", max_, ")"));
+        error_ = absl::ResourceExhaustedError(
+            absl::StrCat("received message larger than max (", len, " vs. ", max_, ")"));
         break;
       }
       in_body_ = true;
@@ -162,8 +165,8 @@ void MessageDecoder::Feed(std::string_view bytes, const RecvBlock::Ref* block) {
       // Out of memory (or address space) growing a message: the call ends
       // with a status; nothing escapes into the user's code (this runs
       // inside nghttp2's callbacks).
-      error_ = absl::ResourceExhaustedError(absl::StrCat(
-          "out of memory receiving a message of ", current_.bytes.size() + need_, " bytes"));
+      error_ = absl::ResourceExhaustedError(absl::StrCat("out of memory receiving a message of ",
+                                                         current_.bytes.size() + need_, " bytes"));
       current_ = ReceivedMessage();
       break;
     }

@@ -90,9 +90,9 @@ class MessageDecoder {
 
  private:
   uint32_t max_;
-  char prefix_[5];        // the next message's prefix, as far as it came
+  char prefix_[5];  // the next message's prefix, as far as it came
   size_t prefix_len_ = 0;
-  size_t need_ = 0;       // body bytes still missing for current_
+  size_t need_ = 0;  // body bytes still missing for current_
   bool in_body_ = false;
   ReceivedMessage current_;
   std::deque<ReceivedMessage> ready_;

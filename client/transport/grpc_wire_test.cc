@@ -24,8 +24,9 @@ TEST(GrpcWire, FramingRoundTripsAcrossArbitraryChunking) {
         // As the connection feeds it: the bytes live in a receive block.
         RecvBlock::Ref block = RecvBlock::Make(std::vector<uint8_t>(piece.begin(), piece.end()));
         if (from_blocks) {
-          d.Feed(std::string_view(reinterpret_cast<const char*>(block->bytes().data()), piece.size()),
-                 &block);
+          d.Feed(
+              std::string_view(reinterpret_cast<const char*>(block->bytes().data()), piece.size()),
+              &block);
         } else {
           d.Feed(piece);
         }
@@ -96,7 +97,10 @@ TEST(GrpcWire, FlagByteOtherThanZeroOrOneIsInternal) {
 
 TEST(GrpcWire, TruncatedMessageIsPartial) {
   MessageDecoder d(1000);
-  d.Feed(std::string("\x00\x00\x00\x00\x05" "abc", 8));
+  d.Feed(
+      std::string("\x00\x00\x00\x00\x05"
+                  "abc",
+                  8));
   EXPECT_TRUE(d.partial());
   EXPECT_FALSE(d.Next().has_value());
 }
@@ -126,8 +130,8 @@ TEST(GrpcWire, PercentCodingRoundTripsNonAsciiAndPercent) {
   std::string enc = PercentEncode(msg);
   EXPECT_EQ(enc.find_first_of("\x01\xc3"), std::string::npos);
   EXPECT_EQ(PercentDecode(enc), msg);
-  EXPECT_EQ(PercentDecode("100%"), "100%");      // dangling escape kept
-  EXPECT_EQ(PercentDecode("%zz%4"), "%zz%4");    // invalid escapes kept
+  EXPECT_EQ(PercentDecode("100%"), "100%");    // dangling escape kept
+  EXPECT_EQ(PercentDecode("%zz%4"), "%zz%4");  // invalid escapes kept
   EXPECT_EQ(PercentDecode("%41%62"), "Ab");
 }
 

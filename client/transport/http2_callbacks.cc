@@ -34,8 +34,7 @@ Http2Connection* Http2Connection::Callbacks::Conn(void* user_data) {
   return static_cast<Http2Connection*>(user_data);
 }
 
-Call* Http2Connection::Callbacks::CallOf(nghttp2_session* s,
-                                         int32_t stream_id) {
+Call* Http2Connection::Callbacks::CallOf(nghttp2_session* s, int32_t stream_id) {
   return static_cast<Call*>(nghttp2_session_get_stream_user_data(s, stream_id));
 }
 
@@ -43,49 +42,43 @@ Call* Http2Connection::Callbacks::CallOf(nghttp2_session* s,
 // it would decode CONTINUATION frames of one header block for as long as
 // the server sends them. A header block longer than 64 frames (1 MiB at
 // the default frame size, far over max_metadata_size) ends the session.
-int Http2Connection::Callbacks::OnBeginFrame(nghttp2_session*,
-                                             const nghttp2_frame_hd* hd,
+int Http2Connection::Callbacks::OnBeginFrame(nghttp2_session*, const nghttp2_frame_hd* hd,
                                              void* user_data) {
   Http2Connection* conn = Conn(user_data);
   if (hd->type == NGHTTP2_HEADERS) {
     conn->continuations_ = 0;
-  } else if (hd->type == NGHTTP2_CONTINUATION &&
-             ++conn->continuations_ > kMaxContinuations) {
+  } else if (hd->type == NGHTTP2_CONTINUATION && ++conn->continuations_ > kMaxContinuations) {
     conn->last_protocol_error_ =
-        absl::StrCat("more than ", kMaxContinuations,
-                     " CONTINUATION frames in one header block");
+        absl::StrCat("more than ", kMaxContinuations, " CONTINUATION frames in one header block");
     return NGHTTP2_ERR_CALLBACK_FAILURE;
   }
   return 0;
 }
 
-int Http2Connection::Callbacks::OnBeginHeaders(nghttp2_session* s,
-                                               const nghttp2_frame* frame,
+int Http2Connection::Callbacks::OnBeginHeaders(nghttp2_session* s, const nghttp2_frame* frame,
                                                void*) {
   if (frame->hd.type != NGHTTP2_HEADERS) return 0;
   Call* call = CallOf(s, frame->hd.stream_id);
   if (call == nullptr) return 0;
   // A block that ends the stream is trailers (or trailers-only).
-  call->in_trailers_ = frame->headers.cat == NGHTTP2_HCAT_HEADERS ||
-                       (frame->hd.flags & NGHTTP2_FLAG_END_STREAM);
+  call->in_trailers_ =
+      frame->headers.cat == NGHTTP2_HCAT_HEADERS || (frame->hd.flags & NGHTTP2_FLAG_END_STREAM);
   call->header_bytes_ = 0;
   return 0;
 }
 
-int Http2Connection::Callbacks::OnHeader(nghttp2_session* s,
-                                         const nghttp2_frame* frame,
-                                         const uint8_t* name, size_t namelen,
-                                         const uint8_t* value, size_t valuelen,
-                                         uint8_t, void* user_data) {
+int Http2Connection::Callbacks::OnHeader(nghttp2_session* s, const nghttp2_frame* frame,
+                                         const uint8_t* name, size_t namelen, const uint8_t* value,
+                                         size_t valuelen, uint8_t, void* user_data) {
   if (frame->hd.type != NGHTTP2_HEADERS) return 0;
   Call* call = CallOf(s, frame->hd.stream_id);
   if (call == nullptr || call->status_) return 0;
   Http2Connection* conn = Conn(user_data);
   call->header_bytes_ += namelen + valuelen + 32;
   if (call->header_bytes_ > conn->options_.max_metadata_size) {
-    call->End(absl::ResourceExhaustedError(
-        absl::StrCat("received metadata larger than the limit of ",
-                     conn->options_.max_metadata_size, " bytes")));
+    call->End(
+        absl::ResourceExhaustedError(absl::StrCat("received metadata larger than the limit of ",
+                                                  conn->options_.max_metadata_size, " bytes")));
     return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;  // nghttp2 resets the stream
   }
   std::string_view k(reinterpret_cast<const char*>(name), namelen);
@@ -102,12 +95,10 @@ int Http2Connection::Callbacks::OnHeader(nghttp2_session* s,
     // gRPC requires application/grpc*; a 200 with anything else is not a
     // gRPC server answering (a proxy's error page, say). Other HTTP
     // statuses are mapped from the status instead.
-    if (!call->headers_received_ && call->http_status_ == 200 &&
-        !IsGrpcContentType(v)) {
-      call->End(absl::UnknownError(
-          absl::StrCat("the server answered with content-type \"",
-                       absl::CHexEscape(absl::string_view(v.data(), v.size())),
-                       "\", not application/grpc")));
+    if (!call->headers_received_ && call->http_status_ == 200 && !IsGrpcContentType(v)) {
+      call->End(absl::UnknownError(absl::StrCat(
+          "the server answered with content-type \"",
+          absl::CHexEscape(absl::string_view(v.data(), v.size())), "\", not application/grpc")));
       return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;  // nghttp2 resets the
                                                      // stream
     }
@@ -121,9 +112,8 @@ int Http2Connection::Callbacks::OnHeader(nghttp2_session* s,
     if (IsBinaryHeader(k)) {
       absl::StatusOr<std::string> d = DecodeBinaryHeader(v);
       if (!d.ok()) {
-        Violation(call, absl::InternalError(absl::StrCat(
-                            "malformed base64 in metadata \"", std::string(k),
-                            "\" from the server")));
+        Violation(call, absl::InternalError(absl::StrCat("malformed base64 in metadata \"",
+                                                         std::string(k), "\" from the server")));
         return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
       }
       decoded = std::move(*d);
@@ -145,13 +135,11 @@ void Http2Connection::Callbacks::FinishFromTrailers(Call* call) {
   call->remote_closed_ = true;
   call->headers_received_ = true;
   if (call->decoder_.partial()) {
-    Violation(call,
-              absl::InternalError("stream ended in the middle of a message"));
+    Violation(call, absl::InternalError("stream ended in the middle of a message"));
     return;
   }
   if (call->grpc_status_) {
-    absl::StatusOr<absl::StatusCode> code =
-        ParseGrpcStatus(*call->grpc_status_);
+    absl::StatusOr<absl::StatusCode> code = ParseGrpcStatus(*call->grpc_status_);
     if (!code.ok()) {
       Violation(call, code.status());
       return;
@@ -159,25 +147,22 @@ void Http2Connection::Callbacks::FinishFromTrailers(Call* call) {
     std::string message = call->grpc_message_.value_or("");
     if (message.empty() && *code != absl::StatusCode::kOk) {
       // Say who decided, rather than hand the user an empty message.
-      message =
-          absl::StrCat("the server ended the call with ",
-                       absl::StatusCodeToString(*code), " and no grpc-message");
+      message = absl::StrCat("the server ended the call with ", absl::StatusCodeToString(*code),
+                             " and no grpc-message");
     }
     call->End(absl::Status(*code, message));
     return;
   }
   if (call->http_status_ != 200 && call->http_status_ != 0) {
-    call->End(absl::Status(HttpStatusToGrpcCode(call->http_status_),
-                           absl::StrCat("HTTP status ", call->http_status_,
-                                        " with no grpc-status")));
+    call->End(
+        absl::Status(HttpStatusToGrpcCode(call->http_status_),
+                     absl::StrCat("HTTP status ", call->http_status_, " with no grpc-status")));
     return;
   }
-  Violation(call,
-            absl::InternalError("server ended the stream without grpc-status"));
+  Violation(call, absl::InternalError("server ended the stream without grpc-status"));
 }
 
-int Http2Connection::Callbacks::OnFrameRecv(nghttp2_session* s,
-                                            const nghttp2_frame* frame,
+int Http2Connection::Callbacks::OnFrameRecv(nghttp2_session* s, const nghttp2_frame* frame,
                                             void* user_data) {
   Http2Connection* conn = Conn(user_data);
   conn->OnFrameReceived();
@@ -204,10 +189,9 @@ int Http2Connection::Callbacks::OnFrameRecv(nghttp2_session* s,
             absl::UnavailableError("the server sent GOAWAY before processing "
                                    "this call (safe to retry)"));
       }
-      conn->Lost(absl::UnavailableError(
-          absl::StrCat("GOAWAY ", nghttp2_http2_strerror(conn->goaway_code_),
-                       conn->goaway_debug_.empty() ? "" : " ",
-                       absl::CHexEscape(conn->goaway_debug_))));
+      conn->Lost(absl::UnavailableError(absl::StrCat(
+          "GOAWAY ", nghttp2_http2_strerror(conn->goaway_code_),
+          conn->goaway_debug_.empty() ? "" : " ", absl::CHexEscape(conn->goaway_debug_))));
       break;
     }
     case NGHTTP2_HEADERS: {
@@ -219,9 +203,8 @@ int Http2Connection::Callbacks::OnFrameRecv(nghttp2_session* s,
         call->headers_received_ = true;
         call->initial_metadata_received_ = true;
         if (call->http_status_ != 200) {
-          call->End(
-              absl::Status(HttpStatusToGrpcCode(call->http_status_),
-                           absl::StrCat("HTTP status ", call->http_status_)));
+          call->End(absl::Status(HttpStatusToGrpcCode(call->http_status_),
+                                 absl::StrCat("HTTP status ", call->http_status_)));
           conn->ResetStream(call, NGHTTP2_CANCEL);
         }
         call->read_event_.Set();
@@ -231,13 +214,10 @@ int Http2Connection::Callbacks::OnFrameRecv(nghttp2_session* s,
     }
     case NGHTTP2_DATA: {
       Call* call = CallOf(s, frame->hd.stream_id);
-      if (call != nullptr && !call->status_ &&
-          (frame->hd.flags & NGHTTP2_FLAG_END_STREAM)) {
+      if (call != nullptr && !call->status_ && (frame->hd.flags & NGHTTP2_FLAG_END_STREAM)) {
         call->remote_closed_ = true;
-        Violation(
-            call,
-            absl::InternalError(
-                "server ended the stream without trailers (no grpc-status)"));
+        Violation(call,
+                  absl::InternalError("server ended the stream without trailers (no grpc-status)"));
       }
       break;
     }
@@ -247,10 +227,8 @@ int Http2Connection::Callbacks::OnFrameRecv(nghttp2_session* s,
   return 0;
 }
 
-int Http2Connection::Callbacks::OnDataChunk(nghttp2_session* s, uint8_t,
-                                            int32_t stream_id,
-                                            const uint8_t* data, size_t len,
-                                            void* user_data) {
+int Http2Connection::Callbacks::OnDataChunk(nghttp2_session* s, uint8_t, int32_t stream_id,
+                                            const uint8_t* data, size_t len, void* user_data) {
   Call* call = CallOf(s, stream_id);
   Http2Connection* conn = Conn(user_data);
   if (call == nullptr || call->status_) {
@@ -276,24 +254,20 @@ int Http2Connection::Callbacks::OnDataChunk(nghttp2_session* s, uint8_t,
   return 0;
 }
 
-int Http2Connection::Callbacks::OnStreamClose(nghttp2_session* s,
-                                              int32_t stream_id,
+int Http2Connection::Callbacks::OnStreamClose(nghttp2_session* s, int32_t stream_id,
                                               uint32_t error_code, void*) {
   Call* call = CallOf(s, stream_id);
   if (call == nullptr) return 0;
   if (!call->status_) {
     if (error_code == NGHTTP2_REFUSED_STREAM) {
       call->never_sent_ = true;
-      call->End(absl::UnavailableError(
-          "stream refused by the server (safe to retry)"));
+      call->End(absl::UnavailableError("stream refused by the server (safe to retry)"));
     } else if (error_code == NGHTTP2_CANCEL) {
       call->End(absl::CancelledError("stream cancelled by the server"));
     } else {
-      call->End(absl::InternalError(
-          absl::StrCat("stream reset: ", nghttp2_http2_strerror(error_code),
-                       error_code == NGHTTP2_FLOW_CONTROL_ERROR
-                           ? " (the server sent past the window)"
-                           : "")));
+      call->End(absl::InternalError(absl::StrCat(
+          "stream reset: ", nghttp2_http2_strerror(error_code),
+          error_code == NGHTTP2_FLOW_CONTROL_ERROR ? " (the server sent past the window)" : "")));
     }
   }
   nghttp2_session_set_stream_user_data(s, stream_id, nullptr);
@@ -302,28 +276,25 @@ int Http2Connection::Callbacks::OnStreamClose(nghttp2_session* s,
 }
 
 // nghttp2 explains what it found wrong before it ends the session.
-int Http2Connection::Callbacks::OnError(nghttp2_session*, int, const char* msg,
-                                        size_t len, void* user_data) {
+int Http2Connection::Callbacks::OnError(nghttp2_session*, int, const char* msg, size_t len,
+                                        void* user_data) {
   Conn(user_data)->last_protocol_error_.assign(msg, len);
   return 0;
 }
 
-int Http2Connection::Callbacks::OnFrameSend(nghttp2_session*,
-                                            const nghttp2_frame* frame,
+int Http2Connection::Callbacks::OnFrameSend(nghttp2_session*, const nghttp2_frame* frame,
                                             void* user_data) {
   Http2Connection* conn = Conn(user_data);
   if (frame->hd.type == NGHTTP2_DATA || frame->hd.type == NGHTTP2_HEADERS) {
     if (conn->keepalive_) conn->keepalive_->OnDataSent();
     if (frame->hd.type == NGHTTP2_HEADERS) conn->batch_has_headers_ = true;
-  } else if (frame->hd.type == NGHTTP2_GOAWAY &&
-             frame->goaway.error_code != NGHTTP2_NO_ERROR) {
+  } else if (frame->hd.type == NGHTTP2_GOAWAY && frame->goaway.error_code != NGHTTP2_NO_ERROR) {
     // nghttp2 found a connection error in what the server sent and ended
     // the session with this GOAWAY; the write loop closes once it is out.
     conn->local_goaway_ = absl::UnavailableError(
-        absl::StrCat("HTTP/2 protocol error from ", conn->address_.ToString(),
-                     ": ", nghttp2_http2_strerror(frame->goaway.error_code),
-                     conn->last_protocol_error_.empty() ? "" : " (",
-                     conn->last_protocol_error_,
+        absl::StrCat("HTTP/2 protocol error from ", conn->address_.ToString(), ": ",
+                     nghttp2_http2_strerror(frame->goaway.error_code),
+                     conn->last_protocol_error_.empty() ? "" : " (", conn->last_protocol_error_,
                      conn->last_protocol_error_.empty() ? "" : ")"));
   }
   return 0;
@@ -332,10 +303,9 @@ int Http2Connection::Callbacks::OnFrameSend(nghttp2_session*,
 // How much of the call's queue the next DATA frame takes; the bytes
 // themselves go into the write batch when nghttp2 sends the frame
 // (SendData: NO_COPY), never through nghttp2's own buffer.
-ssize_t Http2Connection::Callbacks::ReadData(nghttp2_session* s,
-                                             int32_t stream_id, uint8_t*,
-                                             size_t length, uint32_t* flags,
-                                             nghttp2_data_source*, void*) {
+ssize_t Http2Connection::Callbacks::ReadData(nghttp2_session* s, int32_t stream_id, uint8_t*,
+                                             size_t length, uint32_t* flags, nghttp2_data_source*,
+                                             void*) {
   Call* call = CallOf(s, stream_id);
   if (call == nullptr) {  // its Call is gone; the stream is being reset
     *flags |= NGHTTP2_DATA_FLAG_EOF;

@@ -29,9 +29,9 @@ Task<absl::StatusOr<std::unique_ptr<TlsSession>>> Http2Connection::Handshake(
         loop, HttpConnect(loop, fd, options, dialled),
         std::max(left, Duration(std::chrono::milliseconds(1))));
     if (!tunnel) {
-      co_return absl::UnavailableError(absl::StrCat(
-          "HTTP proxy ", dialled, " did not answer CONNECT ", options.http_connect_target,
-          " within ", Ms(options.connect_timeout)));
+      co_return absl::UnavailableError(
+          absl::StrCat("HTTP proxy ", dialled, " did not answer CONNECT ",
+                       options.http_connect_target, " within ", Ms(options.connect_timeout)));
     }
     if (!tunnel->ok()) co_return *tunnel;
   }
@@ -43,9 +43,8 @@ Task<absl::StatusOr<std::unique_ptr<TlsSession>>> Http2Connection::Handshake(
         loop, TlsHandshake(loop, fd, session->get(), where),
         std::max(left, Duration(std::chrono::milliseconds(1))));
     if (!shaken) {
-      co_return absl::UnavailableError(absl::StrCat("TLS handshake with ", where,
-                                                    " timed out after ",
-                                                    Ms(options.connect_timeout)));
+      co_return absl::UnavailableError(absl::StrCat(
+          "TLS handshake with ", where, " timed out after ", Ms(options.connect_timeout)));
     }
     if (!shaken->ok()) co_return *shaken;
     co_return std::move(*session);
@@ -58,10 +57,10 @@ Task<absl::StatusOr<std::shared_ptr<Http2Connection>>> Http2Connection::Connect(
   const TimePoint start = loop.Now();
   const std::string dialled = address.ToString();
   // What messages name past the tunnel: the server, and the proxy between.
-  const std::string where = options.http_connect_target.empty()
-                                ? dialled
-                                : absl::StrCat(options.http_connect_target, " via HTTP proxy ",
-                                               dialled);
+  const std::string where =
+      options.http_connect_target.empty()
+          ? dialled
+          : absl::StrCat(options.http_connect_target, " via HTTP proxy ", dialled);
   const std::string dial_name =
       options.http_connect_target.empty() ? dialled : absl::StrCat("HTTP proxy ", dialled);
   int fd = ::socket(address.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -87,8 +86,8 @@ Task<absl::StatusOr<std::shared_ptr<Http2Connection>>> Http2Connection::Connect(
     runtime::IoResult r = co_await loop.Connect(fd, a.sockaddr_ptr(), a.len);
     co_return r.res;
   };
-  std::optional<int> res = co_await runtime::WithTimeout<int>(
-      loop, dial(loop, fd, address), options.connect_timeout);
+  std::optional<int> res =
+      co_await runtime::WithTimeout<int>(loop, dial(loop, fd, address), options.connect_timeout);
   if (!res || *res < 0) {
     co_return absl::UnavailableError(
         !res ? absl::StrCat("connect to ", dial_name, " timed out after ",
@@ -115,9 +114,9 @@ Task<absl::StatusOr<std::shared_ptr<Http2Connection>>> Http2Connection::Connect(
       loop, settings(conn.get()), std::max(left, Duration(std::chrono::milliseconds(1))));
   if (!conn->closed_.ok()) co_return conn->closed_;
   if (!got) {
-    absl::Status s = absl::UnavailableError(absl::StrCat(
-        "no HTTP/2 SETTINGS from ", where, " within ",
-        Ms(conn->options_.connect_timeout), " (is it an HTTP/2 server?)"));
+    absl::Status s = absl::UnavailableError(
+        absl::StrCat("no HTTP/2 SETTINGS from ", where, " within ",
+                     Ms(conn->options_.connect_timeout), " (is it an HTTP/2 server?)"));
     conn->Close(s);
     co_return s;
   }
@@ -139,8 +138,8 @@ Task<absl::Status> Http2Connection::HttpConnect(EventLoop& loop, int fd,
     runtime::IoResult r = co_await loop.Send(fd, std::move(out), off);
     out = std::move(r.buf);
     if (r.res < 0) {
-      co_return absl::UnavailableError(absl::StrCat("HTTP proxy ", where,
-                                                    ": send: ", std::strerror(-r.res)));
+      co_return absl::UnavailableError(
+          absl::StrCat("HTTP proxy ", where, ": send: ", std::strerror(-r.res)));
     }
     off += r.res;
   }
@@ -153,8 +152,8 @@ Task<absl::Status> Http2Connection::HttpConnect(EventLoop& loop, int fd,
   while (end == std::string::npos) {
     runtime::IoResult ready = co_await loop.PollIn(fd);
     if (ready.res < 0) {
-      co_return absl::UnavailableError(absl::StrCat("HTTP proxy ", where,
-                                                    ": poll: ", std::strerror(-ready.res)));
+      co_return absl::UnavailableError(
+          absl::StrCat("HTTP proxy ", where, ": poll: ", std::strerror(-ready.res)));
     }
     ssize_t n = ::recv(fd, buf, sizeof buf, MSG_PEEK);
     if (n < 0 && (errno == EAGAIN || errno == EINTR)) continue;
@@ -171,9 +170,9 @@ Task<absl::Status> Http2Connection::HttpConnect(EventLoop& loop, int fd,
       co_return absl::UnavailableError(absl::StrCat("HTTP proxy ", where, ": short read"));
     }
     if (end == std::string::npos && head.size() > kMaxHeader) {
-      co_return absl::UnavailableError(absl::StrCat(
-          "HTTP proxy ", where, ": its answer to CONNECT has no end of header in ", kMaxHeader,
-          " bytes"));
+      co_return absl::UnavailableError(
+          absl::StrCat("HTTP proxy ", where, ": its answer to CONNECT has no end of header in ",
+                       kMaxHeader, " bytes"));
     }
   }
   // "HTTP/1.x 200 ..." (any 2xx) opens the tunnel.
@@ -181,8 +180,8 @@ Task<absl::Status> Http2Connection::HttpConnect(EventLoop& loop, int fd,
   const bool ok = status_line.size() >= 12 && status_line.rfind("HTTP/1.", 0) == 0 &&
                   status_line[8] == ' ' && status_line[9] == '2';
   if (!ok) {
-    co_return absl::UnavailableError(absl::StrCat("HTTP proxy ", where, " refused CONNECT ",
-                                                  target, ": ", absl::CHexEscape(status_line)));
+    co_return absl::UnavailableError(absl::StrCat("HTTP proxy ", where, " refused CONNECT ", target,
+                                                  ": ", absl::CHexEscape(status_line)));
   }
   co_return absl::OkStatus();
 }
@@ -225,8 +224,7 @@ Task<absl::Status> Http2Connection::TlsHandshake(EventLoop& loop, int fd, TlsSes
 absl::StatusOr<std::shared_ptr<Http2Connection>> Http2Connection::Adopt(
     EventLoop& loop, int fd, Address address, ConnectionOptions options,
     std::unique_ptr<TlsSession> tls) {
-  std::shared_ptr<Http2Connection> conn(
-      new Http2Connection(loop, address, std::move(options), fd));
+  std::shared_ptr<Http2Connection> conn(new Http2Connection(loop, address, std::move(options), fd));
   conn->tls_ = std::move(tls);
   if (absl::Status s = conn->InitSession(); !s.ok()) return s;
   conn->Start();

@@ -31,7 +31,6 @@ nghttp2_nv Header(std::string_view name, std::string_view value) {
                     name.size(), value.size(), NGHTTP2_NV_FLAG_NONE};
 }
 
-
 }  // namespace
 
 // ---- keepalive ---------------------------------------------------------------
@@ -98,12 +97,9 @@ void Http2Connection::OnFrameReceived() {
 
 // ---- connection --------------------------------------------------------------
 
-Http2Connection::Http2Connection(EventLoop& loop, Address address,
-                                 ConnectionOptions options, int fd)
-    : loop_(&loop),
-      address_(address),
-      options_(std::move(options)),
-      fd_(fd) {
+Http2Connection::Http2Connection(EventLoop& loop, Address address, ConnectionOptions options,
+                                 int fd)
+    : loop_(&loop), address_(address), options_(std::move(options)), fd_(fd) {
   flush_event_.emplace(loop);
   settings_event_.emplace(loop);
 }
@@ -163,26 +159,26 @@ absl::Status Http2Connection::Ingest(const uint8_t* data, size_t n) {
                                  (preface_[5] | preface_[6] | preface_[7] | preface_[8]) != 0)) {
       std::string shown;
       for (char c : preface_) shown.push_back(c >= 0x20 && c < 0x7f ? c : '.');
-      return absl::UnavailableError(absl::StrCat(
-          "HTTP/2 protocol error from ", address_.ToString(),
-          ": the server did not start with SETTINGS (it sent \"", shown,
-          "...\"; not an HTTP/2 server?)"));
+      return absl::UnavailableError(
+          absl::StrCat("HTTP/2 protocol error from ", address_.ToString(),
+                       ": the server did not start with SETTINGS (it sent \"", shown,
+                       "...\"; not an HTTP/2 server?)"));
     }
   }
   ssize_t rv = nghttp2_session_mem_recv(session_, data, n);
   if (rv < 0) {
-    return absl::UnavailableError(absl::StrCat(
-        "HTTP/2 protocol error from ", address_.ToString(), ": ",
-        rv == NGHTTP2_ERR_CALLBACK_FAILURE && !last_protocol_error_.empty()
-            ? last_protocol_error_
-            : std::string(nghttp2_strerror(static_cast<int>(rv)))));
+    return absl::UnavailableError(
+        absl::StrCat("HTTP/2 protocol error from ", address_.ToString(), ": ",
+                     rv == NGHTTP2_ERR_CALLBACK_FAILURE && !last_protocol_error_.empty()
+                         ? last_protocol_error_
+                         : std::string(nghttp2_strerror(static_cast<int>(rv)))));
   }
   if (!nghttp2_session_want_read(session_)) {
     // nghttp2 found a connection error and ended the session (its GOAWAY
     // is queued): the server broke HTTP/2.
-    return absl::UnavailableError(absl::StrCat(
-        "HTTP/2 protocol error from ", address_.ToString(), ": ",
-        last_protocol_error_.empty() ? "session terminated" : last_protocol_error_));
+    return absl::UnavailableError(
+        absl::StrCat("HTTP/2 protocol error from ", address_.ToString(), ": ",
+                     last_protocol_error_.empty() ? "session terminated" : last_protocol_error_));
   }
   return absl::OkStatus();
 }
@@ -285,12 +281,11 @@ bool Http2Connection::TryQuiesce() {
   return false;
 }
 
-absl::StatusOr<DetachedConnection> Http2Connection::Detach(
-    std::shared_ptr<Http2Connection> conn) {
+absl::StatusOr<DetachedConnection> Http2Connection::Detach(std::shared_ptr<Http2Connection> conn) {
   if (!conn->Quiescent()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "connection to ", conn->address_.ToString(),
-        " is not quiescent (calls, a send or a PING in flight, or a receive armed)"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("connection to ", conn->address_.ToString(),
+                     " is not quiescent (calls, a send or a PING in flight, or a receive armed)"));
   }
   if (conn.use_count() != 1) {
     return absl::FailedPreconditionError("connection is still referenced elsewhere");
@@ -325,12 +320,12 @@ absl::StatusOr<std::shared_ptr<Http2Connection>> Http2Connection::Attach(
     ssize_t n = ::recv(conn->fd_, block->bytes().data(), block->bytes().size(), MSG_DONTWAIT);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
-    failed = n <= 0 ? conn->RecvError(n < 0 ? -errno : 0)
-                    : conn->Receive(block, static_cast<size_t>(n));
+    failed =
+        n <= 0 ? conn->RecvError(n < 0 ? -errno : 0) : conn->Receive(block, static_cast<size_t>(n));
   }
   if (conn->draining_) {  // the clearer cause, even if the socket closed after it
-    failed = absl::UnavailableError(absl::StrCat(
-        "connection to ", conn->address_.ToString(), " got GOAWAY while parked"));
+    failed = absl::UnavailableError(
+        absl::StrCat("connection to ", conn->address_.ToString(), " got GOAWAY while parked"));
   }
   if (!failed.ok()) {
     conn->Close(failed);
@@ -362,8 +357,8 @@ Task<void> Http2Connection::WriteLoop() {
       const uint8_t* data = nullptr;
       ssize_t n = nghttp2_session_mem_send(session_, &data);  // may call SendData
       if (n < 0) {
-        Close(absl::InternalError(absl::StrCat("nghttp2_session_mem_send: ",
-                                               nghttp2_strerror(static_cast<int>(n)))));
+        Close(absl::InternalError(
+            absl::StrCat("nghttp2_session_mem_send: ", nghttp2_strerror(static_cast<int>(n)))));
         break;
       }
       if (n == 0) break;
@@ -409,8 +404,8 @@ Task<void> Http2Connection::WriteLoop() {
       batch_.bytes = std::move(r.buf);
       ++stats_.sends;
       if (r.res < 0) {
-        Close(absl::UnavailableError(absl::StrCat("send to ", address_.ToString(), ": ",
-                                                  std::strerror(-r.res))));
+        Close(absl::UnavailableError(
+            absl::StrCat("send to ", address_.ToString(), ": ", std::strerror(-r.res))));
         break;
       }
       off += r.res;
@@ -441,21 +436,20 @@ absl::Status Http2Connection::CheckAcceptingCall(std::string_view path) const {
                            distrust_reason_.message()));
   }
   if (calls_.size() >= max_concurrent_streams()) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "connection at its stream limit (", max_concurrent_streams(), ")"));
+    return absl::ResourceExhaustedError(
+        absl::StrCat("connection at its stream limit (", max_concurrent_streams(), ")"));
   }
   if (path.empty() || path[0] != '/') {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "method path \"", std::string(path), "\" must look like /package.Service/Method"));
+    return absl::InvalidArgumentError(absl::StrCat("method path \"", std::string(path),
+                                                   "\" must look like /package.Service/Method"));
   }
   return absl::OkStatus();
 }
 
 std::unique_ptr<Call> Http2Connection::NewCall(const CallOptions& options) {
   // The smaller of the connection's and the call's limits.
-  const uint32_t max_receive =
-      std::min(options_.max_receive_message_size,
-               options.max_receive_message_size.value_or(UINT32_MAX));
+  const uint32_t max_receive = std::min(options_.max_receive_message_size,
+                                        options.max_receive_message_size.value_or(UINT32_MAX));
   std::optional<uint32_t> max_send = options_.max_send_message_size;
   if (options.max_send_message_size) {
     max_send = std::min(max_send.value_or(UINT32_MAX), *options.max_send_message_size);
@@ -467,9 +461,9 @@ std::unique_ptr<Call> Http2Connection::NewCall(const CallOptions& options) {
 absl::StatusOr<std::unique_ptr<Call>> Http2Connection::StartCall(CallOptions options) {
   if (absl::Status s = CheckAcceptingCall(options.path); !s.ok()) return s;
   if (absl::Status s = ValidateMetadata(options.metadata); !s.ok()) return s;
-  const uint32_t peer_limit =
-      session_ ? nghttp2_session_get_remote_settings(session_, NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE)
-               : UINT32_MAX;
+  const uint32_t peer_limit = session_ ? nghttp2_session_get_remote_settings(
+                                             session_, NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE)
+                                       : UINT32_MAX;
   if (absl::Status s = CheckRequestHeaderSize(
           options.metadata,
           options.path.size() + std::max(options_.authority.size(), options.authority.size()),
@@ -516,8 +510,8 @@ absl::StatusOr<std::unique_ptr<Call>> Http2Connection::StartCall(CallOptions opt
   nghttp2_data_provider provider;
   provider.source.ptr = call.get();
   provider.read_callback = Callbacks::ReadData;
-  int32_t id = nghttp2_submit_request(session_, nullptr, nva.data(), nva.size(), &provider,
-                                      call.get());
+  int32_t id =
+      nghttp2_submit_request(session_, nullptr, nva.data(), nva.size(), &provider, call.get());
   if (id < 0) {
     call->stream_id_ = 0;
     call->End(absl::InternalError(absl::StrCat("nghttp2_submit_request: ", nghttp2_strerror(id))));

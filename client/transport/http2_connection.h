@@ -58,8 +58,8 @@ struct ConnectionOptions {
   Duration connect_timeout = std::chrono::seconds(20);
   uint32_t max_receive_message_size = 4u << 20;
   std::optional<uint32_t> max_send_message_size;  // unset: unlimited
-  uint32_t max_metadata_size = 16u << 10;  // received header list, per block
-  uint32_t max_concurrent_streams = 1000;  // our cap; the peer may lower it
+  uint32_t max_metadata_size = 16u << 10;         // received header list, per block
+  uint32_t max_concurrent_streams = 1000;         // our cap; the peer may lower it
   // Keepalive (gRPC keepalive.md). Unset time: no keepalive PINGs.
   std::optional<Duration> keepalive_time;
   Duration keepalive_timeout = std::chrono::seconds(20);
@@ -104,8 +104,9 @@ class Http2Connection : public std::enable_shared_from_this<Http2Connection> {
   // Dials `address`, sends the preface and SETTINGS, and waits for the
   // server's SETTINGS, all within options.connect_timeout. UNAVAILABLE
   // (refused, timed out, not HTTP/2) or DEADLINE_EXCEEDED, with the cause.
-  static Task<absl::StatusOr<std::shared_ptr<Http2Connection>>> Connect(
-      EventLoop& loop, Address address, ConnectionOptions options);
+  static Task<absl::StatusOr<std::shared_ptr<Http2Connection>>> Connect(EventLoop& loop,
+                                                                        Address address,
+                                                                        ConnectionOptions options);
 
   // Runs the connection over `fd`, an already connected non-blocking
   // socket (tests, fuzzing, and later TLS). Does not wait for SETTINGS.
@@ -175,8 +176,8 @@ class Http2Connection : public std::enable_shared_from_this<Http2Connection> {
   // Puts a detached connection on `loop` (the calling thread's): first
   // processes what the socket received while parked; UNAVAILABLE (and the
   // connection closed) if the server closed it or sent GOAWAY meanwhile.
-  static absl::StatusOr<std::shared_ptr<Http2Connection>> Attach(
-      EventLoop& loop, DetachedConnection detached);
+  static absl::StatusOr<std::shared_ptr<Http2Connection>> Attach(EventLoop& loop,
+                                                                 DetachedConnection detached);
 
  private:
   friend class Call;
@@ -225,7 +226,7 @@ class Http2Connection : public std::enable_shared_from_this<Http2Connection> {
   // Stops new calls after the server broke the gRPC protocol on a stream.
   void Distrust(const absl::Status& why);
 
-  EventLoop* loop_;  // null while detached
+  EventLoop* loop_;                                    // null while detached
   const uint64_t fork_generation_ = ForkGeneration();  // never attached in a child
   Address address_;
   ConnectionOptions options_;
@@ -261,7 +262,7 @@ class Http2Connection : public std::enable_shared_from_this<Http2Connection> {
   absl::Status local_goaway_;  // set when nghttp2 ended the session
   bool batch_has_headers_ = false;
   int continuations_ = 0;  // CONTINUATION frames in the current header block
-  std::string preface_;  // the server's first 9 bytes, checked for SETTINGS
+  std::string preface_;    // the server's first 9 bytes, checked for SETTINGS
   bool settings_received_ = false;
   ConnectionStats stats_;
   std::optional<LoopEvent> flush_event_;  // bound to loop_: rebuilt on attach

@@ -1,6 +1,5 @@
 // The HTTP/2 transport against a real grpc++ 1.51 server (a child process),
 // over TCP on 127.0.0.1 and over a unix socket, on both loop backends.
-#include "client/runtime/testing/run_to_completion.h"
 #include "client/transport/http2_connection.h"
 
 #include <gmock/gmock.h>
@@ -10,10 +9,11 @@
 
 #include <chrono>
 #include <fstream>
-#include <random>
 #include <memory>
+#include <random>
 #include <string>
 
+#include "client/runtime/testing/run_to_completion.h"
 #include "tests/proto/echo_test.pb.h"
 #include "tests/testing/process_stats.h"
 #include "tests/testing/server_process.h"
@@ -21,11 +21,11 @@
 namespace ringrpc::transport {
 namespace {
 
+using ringrpc::test::EchoRequest;
+using ringrpc::test::EchoResponse;
 using runtime::Backend;
 using std::chrono::milliseconds;
 using ::testing::HasSubstr;
-using ringrpc::test::EchoRequest;
-using ringrpc::test::EchoResponse;
 using ConnPtr = std::shared_ptr<Http2Connection>;
 
 constexpr char kUnary[] = "/ringrpc.test.TestService/Unary";
@@ -52,8 +52,7 @@ class TransportTest : public ::testing::TestWithParam<Param> {
     std::string listen = "127.0.0.1:0";
     if (GetParam().unix_socket) {
       // /tmp, not TempDir(): a unix socket path must fit in 108 bytes.
-      listen = absl::StrCat("unix:/tmp/ringrpc-", std::random_device()(), "-",
-                            counter_++, ".sock");
+      listen = absl::StrCat("unix:/tmp/ringrpc-", std::random_device()(), "-", counter_++, ".sock");
     }
     auto server = testing::ServerProcess::Start(listen);
     ASSERT_TRUE(server.ok()) << server.status();
@@ -302,12 +301,12 @@ TEST_P(TransportTest, MetadataRoundTripAsciiAndBinaryInitialAndTrailing) {
                                 {"x-echo-blob-bin", binary},
                                 {"x-trailer-t", "at the end"}}});
   ASSERT_TRUE(r.status.ok()) << r.status;
-  EXPECT_THAT(r.initial, ::testing::Contains(std::pair<std::string, std::string>(
-                             "x-echo-plain", "value 1")));
-  EXPECT_THAT(r.initial, ::testing::Contains(std::pair<std::string, std::string>(
-                             "x-echo-blob-bin", binary)));
-  EXPECT_THAT(r.trailing, ::testing::Contains(std::pair<std::string, std::string>(
-                              "x-trailer-t", "at the end")));
+  EXPECT_THAT(r.initial,
+              ::testing::Contains(std::pair<std::string, std::string>("x-echo-plain", "value 1")));
+  EXPECT_THAT(r.initial,
+              ::testing::Contains(std::pair<std::string, std::string>("x-echo-blob-bin", binary)));
+  EXPECT_THAT(r.trailing, ::testing::Contains(
+                              std::pair<std::string, std::string>("x-trailer-t", "at the end")));
 }
 
 TEST_P(TransportTest, BadMetadataIsRejectedBeforeAnythingIsSent) {
@@ -416,7 +415,8 @@ TEST_P(TransportTest, ManyConcurrentCallsOnOneConnection) {
   }
   auto end = Clock::now() + std::chrono::seconds(10);
   auto all_done = [&] {
-    for (auto& t : calls) if (!t.done()) return false;
+    for (auto& t : calls)
+      if (!t.done()) return false;
     return true;
   };
   while (!all_done() && Clock::now() < end) loop_->RunOnce(milliseconds(20));
@@ -447,9 +447,12 @@ TEST_P(TransportTest, CallsEndedBeforeTheirHeadersWentOutLeaveNothingBehind) {
       req.set_payload(std::string(100, 'x'));
       ASSERT_TRUE((*call)->Enqueue(req.SerializeAsString()).ok());
       switch (i % 3) {
-        case 0: break;  // destroyed with its DATA queued
-        case 1: (*call)->Cancel(); break;  // cancelled, then destroyed
-        case 2:  // over the send limit in the turn it started
+        case 0:
+          break;  // destroyed with its DATA queued
+        case 1:
+          (*call)->Cancel();
+          break;  // cancelled, then destroyed
+        case 2:   // over the send limit in the turn it started
           EXPECT_EQ((*call)->Enqueue(std::string(5000, 'y')).code(),
                     absl::StatusCode::kResourceExhausted);
           break;
@@ -463,7 +466,8 @@ TEST_P(TransportTest, CallsEndedBeforeTheirHeadersWentOutLeaveNothingBehind) {
     }
     auto end = Clock::now() + std::chrono::seconds(20);
     auto all_done = [&] {
-      for (auto& t : kept) if (!t.done()) return false;
+      for (auto& t : kept)
+        if (!t.done()) return false;
       return true;
     };
     while (!all_done() && Clock::now() < end) loop_->RunOnce(milliseconds(20));
@@ -500,11 +504,12 @@ TEST_P(TransportTest, CallsStartedInOneTurnGoOutInOneSend) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    All, TransportTest,
-    ::testing::Values(Param{Backend::kIoUring, false}, Param{Backend::kIoUring, true},
-                      Param{Backend::kEpoll, false}, Param{Backend::kEpoll, true}),
-    [](const auto& info) { return Name(info.param); });
+INSTANTIATE_TEST_SUITE_P(All, TransportTest,
+                         ::testing::Values(Param{Backend::kIoUring, false},
+                                           Param{Backend::kIoUring, true},
+                                           Param{Backend::kEpoll, false},
+                                           Param{Backend::kEpoll, true}),
+                         [](const auto& info) { return Name(info.param); });
 
 // Quiesces `c` (its reader gives up its receive), running `loop`.
 bool Quiesce(EventLoop& loop, Http2Connection& c) {
@@ -600,7 +605,8 @@ TEST_P(TransportTest, SlowReaderHoldsTheServerBack) {
   [[maybe_unused]] long rss = ::ringrpc::testing::RssKiB();
   for (int i = 0; i < 30; ++i) loop_->RunOnce(milliseconds(10));
 #if !defined(__SANITIZE_ADDRESS__)
-  EXPECT_LT(::ringrpc::testing::RssKiB() - rss, 16 * 1024) << "KiB buffered for a reader that took nothing";
+  EXPECT_LT(::ringrpc::testing::RssKiB() - rss, 16 * 1024)
+      << "KiB buffered for a reader that took nothing";
 #endif
   auto read_all = [](Call* call) -> Task<int> {
     int n = 0;

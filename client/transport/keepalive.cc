@@ -9,8 +9,7 @@ bool KeepalivePolicy::OnFrameReceived(TimePoint now) {
   return true;
 }
 
-KeepalivePolicy::Action KeepalivePolicy::OnTimer(TimePoint now,
-                                                 bool has_calls) {
+KeepalivePolicy::Action KeepalivePolicy::OnTimer(TimePoint now, bool has_calls) {
   if (awaiting_ack_) return Action::kDeclareDead;
   bool allowed = has_calls || settings_.permit_without_calls;
   if (allowed && (settings_.max_pings_without_data == 0 ||

@@ -27,8 +27,8 @@ std::string Fire(KeepalivePolicy& ka, int n, bool has_calls) {
   for (int i = 0; i < n; ++i) {
     TimePoint at = ka.deadline();
     Action a = ka.OnTimer(at, has_calls);
-    absl::StrAppend(&log, (at - kStart) / seconds(1),
-                    "s:", std::string(KeepaliveActionName(a)), " ");
+    absl::StrAppend(&log, (at - kStart) / seconds(1), "s:", std::string(KeepaliveActionName(a)),
+                    " ");
     if (a == Action::kDeclareDead) break;
   }
   return log;
@@ -61,8 +61,7 @@ TEST(KeepalivePolicy, NoPingsWithoutCallsUnlessPermitted) {
   KeepalivePolicy idle(Settings(/*permit=*/false), kStart);
   EXPECT_EQ(Fire(idle, 3, /*has_calls=*/false), "10s:wait 20s:wait 30s:wait ");
   KeepalivePolicy permitted(Settings(/*permit=*/true), kStart);
-  EXPECT_EQ(Fire(permitted, 2, /*has_calls=*/false),
-            "10s:send-ping 13s:declare-dead ");
+  EXPECT_EQ(Fire(permitted, 2, /*has_calls=*/false), "10s:send-ping 13s:declare-dead ");
 }
 
 TEST(KeepalivePolicy, AtMostMaxPingsWithoutDataUntilDataIsSent) {
@@ -72,8 +71,7 @@ TEST(KeepalivePolicy, AtMostMaxPingsWithoutDataUntilDataIsSent) {
     TimePoint at = ka.deadline();
     Action a = ka.OnTimer(at, true);
     absl::StrAppend(&log, std::string(KeepaliveActionName(a)), " ");
-    if (a == Action::kSendPing)
-      ka.OnFrameReceived(at + seconds(1));  // answered
+    if (a == Action::kSendPing) ka.OnFrameReceived(at + seconds(1));  // answered
   }
   EXPECT_EQ(log, "send-ping send-ping wait wait ");
   EXPECT_EQ(ka.pings_without_data(), 2);

@@ -25,10 +25,8 @@ runtime::EventLoop& Loop() {
   return *loop;
 }
 
-Task<absl::Status> OneCall(std::shared_ptr<transport::Http2Connection> conn,
-                                 int* ends) {
-  auto call = conn->StartCall({.path = "/fuzz.Service/Method",
-                               .metadata = {{"x-fuzz", "1"}}});
+Task<absl::Status> OneCall(std::shared_ptr<transport::Http2Connection> conn, int* ends) {
+  auto call = conn->StartCall({.path = "/fuzz.Service/Method", .metadata = {{"x-fuzz", "1"}}});
   if (!call.ok()) co_return call.status();
   (void)co_await (*call)->Write("request");  // Finish has the status
   (*call)->WritesDone();
@@ -53,8 +51,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   transport::ConnectionOptions options;
   options.max_receive_message_size = 64 << 10;
   options.max_metadata_size = 4 << 10;
-  auto conn = transport::Http2Connection::Adopt(
-      loop, sv[0], *transport::Address::Parse("unix:/fuzz"), options);
+  auto conn = transport::Http2Connection::Adopt(loop, sv[0],
+                                                *transport::Address::Parse("unix:/fuzz"), options);
   if (!conn.ok()) abort();
   int ends = 0;
   Task<absl::Status> call = OneCall(*conn, &ends);

@@ -1,13 +1,13 @@
 #include "client/transport/tls.h"
 
-#include <algorithm>
-#include <climits>
-
 #include <arpa/inet.h>
 #include <openssl/err.h>
 #include <openssl/pem.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
+
+#include <algorithm>
+#include <climits>
 
 #include "absl/strings/str_cat.h"
 
@@ -40,7 +40,7 @@ bool IsIpAddress(const std::string& name) {
 }  // namespace
 
 absl::StatusOr<std::shared_ptr<const TlsConfig>> MakeTlsConfig(const TlsPem& pem,
-                                                              std::string server_name) {
+                                                               std::string server_name) {
   ERR_clear_error();
   std::shared_ptr<SSL_CTX> ctx(SSL_CTX_new(TLS_client_method()), SSL_CTX_free);
   if (ctx == nullptr) return absl::InternalError("SSL_CTX_new: " + LastError());
@@ -128,8 +128,9 @@ TlsSession::~TlsSession() {
 absl::Status TlsSession::Error(const char* what, int rv) const {
   long verify = SSL_get_verify_result(ssl_);
   if (verify != X509_V_OK) {
-    return absl::UnavailableError(absl::StrCat("TLS: the server's certificate failed verification: ",
-                                               X509_verify_cert_error_string(verify)));
+    return absl::UnavailableError(
+        absl::StrCat("TLS: the server's certificate failed verification: ",
+                     X509_verify_cert_error_string(verify)));
   }
   int e = SSL_get_error(ssl_, rv);
   std::string why = e == SSL_ERROR_SSL ? LastError() : absl::StrCat("SSL error ", e);

@@ -43,7 +43,7 @@ struct TlsConfig {
 // INVALID_ARGUMENT naming the field for PEM that does not parse, a key
 // without a chain (or the reverse), or a key that does not match.
 absl::StatusOr<std::shared_ptr<const TlsConfig>> MakeTlsConfig(const TlsPem& pem,
-                                                              std::string server_name);
+                                                               std::string server_name);
 
 class TlsSession {
  public:

@@ -53,8 +53,7 @@ absl::Status ReadCreds(const json& list, const std::string& path, XdsServer& ser
           if (absl::Status s = OptionalString(*config, key, cfg, field); !s.ok()) return s;
         }
         if (server.certificate_file.empty() != server.private_key_file.empty()) {
-          return Error(at + ".config",
-                       "certificate_file and private_key_file go together");
+          return Error(at + ".config", "certificate_file and private_key_file go together");
         }
       }
       return absl::OkStatus();
@@ -62,9 +61,11 @@ absl::Status ReadCreds(const json& list, const std::string& path, XdsServer& ser
     seen.push_back(t);  // google_default, unknown: the next entry may do
   }
   std::string names;
-  for (const std::string& s : seen) absl::StrAppend(&names, names.empty() ? "" : ", ", "\"", s, "\"");
-  return Error(path, absl::StrCat("no supported type (ringrpc takes \"insecure\" and \"tls\"; found ",
-                                  names, ")"));
+  for (const std::string& s : seen)
+    absl::StrAppend(&names, names.empty() ? "" : ", ", "\"", s, "\"");
+  return Error(
+      path, absl::StrCat("no supported type (ringrpc takes \"insecure\" and \"tls\"; found ", names,
+                         ")"));
 }
 
 absl::Status ReadServers(const json& list, const std::string& path, std::vector<XdsServer>& out) {

@@ -61,28 +61,29 @@ TEST(XdsBootstrap, ErrorsNameTheField) {
     const char* json;
     const char* message;
   };
-  for (const Case& c : std::initializer_list<Case>{
-           {"[]", "xDS bootstrap: not a JSON object"},
-           {"{", "xDS bootstrap: not a JSON object"},
-           {"{}", "xDS bootstrap: xds_servers: is required"},
-           {R"({"xds_servers": []})", "xDS bootstrap: xds_servers: must be a non-empty array"},
-           {R"({"xds_servers": [{"channel_creds": [{"type": "insecure"}]}]})",
-            "xDS bootstrap: xds_servers[0].server_uri: is required (a non-empty string)"},
-           {R"({"xds_servers": [{"server_uri": "a:1"}]})",
-            "xDS bootstrap: xds_servers[0].channel_creds: is required"},
-           {R"({"xds_servers": [{"server_uri": "a:1", "channel_creds": [{"type": "google_default"}, {"type": "alts"}]}]})",
-            "xDS bootstrap: xds_servers[0].channel_creds: no supported type (ringrpc takes "
-            "\"insecure\" and \"tls\"; found \"google_default\", \"alts\")"},
-           {R"({"xds_servers": [{"server_uri": "a:1", "channel_creds": [{"kind": "insecure"}]}]})",
-            "xDS bootstrap: xds_servers[0].channel_creds[0].type: must be a string"},
-           {R"({"xds_servers": [{"server_uri": "a:1", "channel_creds": [{"type": "tls", "config": {"certificate_file": "c.pem"}}]}]})",
-            "xDS bootstrap: xds_servers[0].channel_creds[0].config: certificate_file and "
-            "private_key_file go together"},
-           {R"({"xds_servers": [{"server_uri": "a:1", "channel_creds": [{"type": "insecure"}]}], "node": {"id": 5}})",
-            "xDS bootstrap: node.id: must be a string"},
-           {R"({"xds_servers": [{"server_uri": "a:1", "channel_creds": [{"type": "insecure"}]}], "node": {"metadata": []}})",
-            "xDS bootstrap: node.metadata: must be an object"},
-       }) {
+  for (
+      const Case& c : std::initializer_list<Case>{
+          {"[]", "xDS bootstrap: not a JSON object"},
+          {"{", "xDS bootstrap: not a JSON object"},
+          {"{}", "xDS bootstrap: xds_servers: is required"},
+          {R"({"xds_servers": []})", "xDS bootstrap: xds_servers: must be a non-empty array"},
+          {R"({"xds_servers": [{"channel_creds": [{"type": "insecure"}]}]})",
+           "xDS bootstrap: xds_servers[0].server_uri: is required (a non-empty string)"},
+          {R"({"xds_servers": [{"server_uri": "a:1"}]})",
+           "xDS bootstrap: xds_servers[0].channel_creds: is required"},
+          {R"({"xds_servers": [{"server_uri": "a:1", "channel_creds": [{"type": "google_default"}, {"type": "alts"}]}]})",
+           "xDS bootstrap: xds_servers[0].channel_creds: no supported type (ringrpc takes "
+           "\"insecure\" and \"tls\"; found \"google_default\", \"alts\")"},
+          {R"({"xds_servers": [{"server_uri": "a:1", "channel_creds": [{"kind": "insecure"}]}]})",
+           "xDS bootstrap: xds_servers[0].channel_creds[0].type: must be a string"},
+          {R"({"xds_servers": [{"server_uri": "a:1", "channel_creds": [{"type": "tls", "config": {"certificate_file": "c.pem"}}]}]})",
+           "xDS bootstrap: xds_servers[0].channel_creds[0].config: certificate_file and "
+           "private_key_file go together"},
+          {R"({"xds_servers": [{"server_uri": "a:1", "channel_creds": [{"type": "insecure"}]}], "node": {"id": 5}})",
+           "xDS bootstrap: node.id: must be a string"},
+          {R"({"xds_servers": [{"server_uri": "a:1", "channel_creds": [{"type": "insecure"}]}], "node": {"metadata": []}})",
+           "xDS bootstrap: node.metadata: must be an object"},
+      }) {
     auto b = ParseXdsBootstrap(c.json);
     ASSERT_FALSE(b.ok()) << c.json;
     EXPECT_EQ(b.status().code(), absl::StatusCode::kInvalidArgument) << c.json;
@@ -100,10 +101,14 @@ class BootstrapEnv : public ::testing::Test {
 };
 
 TEST_F(BootstrapEnv, TheFileComesFirstThenTheInlineConfig) {
-  const std::string file = ::testing::TempDir() + "/bootstrap-" + std::to_string(getpid()) + ".json";
-  std::ofstream(file) << R"({"xds_servers": [{"server_uri": "from-file:1", "channel_creds": [{"type": "insecure"}]}]})";
-  setenv("GRPC_XDS_BOOTSTRAP_CONFIG",
-         R"({"xds_servers": [{"server_uri": "from-env:2", "channel_creds": [{"type": "insecure"}]}]})", 1);
+  const std::string file =
+      ::testing::TempDir() + "/bootstrap-" + std::to_string(getpid()) + ".json";
+  std::ofstream(file)
+      << R"({"xds_servers": [{"server_uri": "from-file:1", "channel_creds": [{"type": "insecure"}]}]})";
+  setenv(
+      "GRPC_XDS_BOOTSTRAP_CONFIG",
+      R"({"xds_servers": [{"server_uri": "from-env:2", "channel_creds": [{"type": "insecure"}]}]})",
+      1);
   auto inline_only = XdsBootstrapFromEnv();
   ASSERT_TRUE(inline_only.ok()) << inline_only.status();
   EXPECT_EQ(inline_only->servers[0].server_uri, "from-env:2");

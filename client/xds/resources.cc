@@ -162,7 +162,8 @@ absl::StatusOr<std::optional<XdsRoute>> DecodeRoute(const route::Route& r) {
     if (!hm.ok()) return hm.status();
     out.headers.push_back(std::move(*hm));
   }
-  if (m.has_runtime_fraction()) out.fraction_per_million = PerMillion(m.runtime_fraction().default_value());
+  if (m.has_runtime_fraction())
+    out.fraction_per_million = PerMillion(m.runtime_fraction().default_value());
   if (r.action_case() != route::Route::kRoute) {
     out.non_forwarding = true;
     return std::optional<XdsRoute>(std::move(out));
@@ -170,20 +171,24 @@ absl::StatusOr<std::optional<XdsRoute>> DecodeRoute(const route::Route& r) {
   const route::RouteAction& a = r.route();
   switch (a.cluster_specifier_case()) {
     case route::RouteAction::kCluster:
-      if (a.cluster().empty()) return absl::InvalidArgumentError("route action: empty cluster name");
+      if (a.cluster().empty())
+        return absl::InvalidArgumentError("route action: empty cluster name");
       out.clusters.push_back({a.cluster(), 1});
       break;
     case route::RouteAction::kWeightedClusters: {
       uint64_t total = 0;
       for (const auto& c : a.weighted_clusters().clusters()) {
-        if (c.name().empty()) return absl::InvalidArgumentError("weighted_clusters: empty cluster name");
+        if (c.name().empty())
+          return absl::InvalidArgumentError("weighted_clusters: empty cluster name");
         const uint32_t w = c.has_weight() ? c.weight().value() : 0;
         total += w;
         if (w > 0) out.clusters.push_back({c.name(), w});
       }
-      if (total == 0) return absl::InvalidArgumentError("weighted_clusters: the weights add up to 0");
+      if (total == 0)
+        return absl::InvalidArgumentError("weighted_clusters: the weights add up to 0");
       if (total > UINT32_MAX) {
-        return absl::InvalidArgumentError("weighted_clusters: the weights add up to more than 2^32-1");
+        return absl::InvalidArgumentError(
+            "weighted_clusters: the weights add up to more than 2^32-1");
       }
       break;
     }
@@ -217,7 +222,8 @@ absl::StatusOr<XdsRouteConfig> FromRouteConfiguration(const route::RouteConfigur
       absl::StatusOr<std::optional<XdsRoute>> route = DecodeRoute(r);
       if (!route.ok()) {
         return Invalid("RouteConfiguration", rc.name(),
-                       absl::StrCat("virtual host \"", vh.name(), "\": ", std::string(route.status().message())));
+                       absl::StrCat("virtual host \"", vh.name(),
+                                    "\": ", std::string(route.status().message())));
       }
       if (route->has_value()) v.routes.push_back(std::move(**route));
     }
@@ -283,7 +289,8 @@ absl::StatusOr<XdsListener> DecodeListener(std::string_view bytes) {
     const auto& f = hcm.http_filters(i);
     const bool router = f.typed_config().type_url() == kRouterType;
     const bool last = i == hcm.http_filters_size() - 1;
-    if (router && !last) return Invalid("Listener", l.name(), "the router filter is not the last filter");
+    if (router && !last)
+      return Invalid("Listener", l.name(), "the router filter is not the last filter");
     if (!router && last) return Invalid("Listener", l.name(), "no router filter");
     if (!router && !f.is_optional()) {
       return Invalid("Listener", l.name(),
@@ -308,7 +315,8 @@ absl::StatusOr<XdsListener> DecodeListener(std::string_view bytes) {
       break;
     }
     default:
-      return Invalid("Listener", l.name(), "the HttpConnectionManager has neither rds nor route_config");
+      return Invalid("Listener", l.name(),
+                     "the HttpConnectionManager has neither rds nor route_config");
   }
   if (hcm.common_http_protocol_options().has_max_stream_duration()) {
     out.max_stream_duration_ms = Millis(hcm.common_http_protocol_options().max_stream_duration());
@@ -334,8 +342,9 @@ absl::StatusOr<XdsCluster> DecodeCluster(std::string_view bytes) {
   out.name = c.name();
   if (c.has_cluster_type()) {
     if (c.cluster_type().typed_config().type_url() != kAggregateType) {
-      return Invalid("Cluster", c.name(),
-                     absl::StrCat("cluster_type \"", c.cluster_type().name(), "\" is not supported"));
+      return Invalid(
+          "Cluster", c.name(),
+          absl::StrCat("cluster_type \"", c.cluster_type().name(), "\" is not supported"));
     }
     envoy::extensions::clusters::aggregate::v3::ClusterConfig agg;
     if (!c.cluster_type().typed_config().UnpackTo(&agg) || agg.clusters().empty()) {
@@ -404,11 +413,13 @@ absl::StatusOr<XdsEndpoints> DecodeEndpoints(std::string_view bytes) {
     loc.priority = lle.priority();
     for (const auto& e : lle.lb_endpoints()) {
       const auto hs = e.health_status();
-      if (hs != envoy::config::core::v3::UNKNOWN && hs != envoy::config::core::v3::HEALTHY) continue;
+      if (hs != envoy::config::core::v3::UNKNOWN && hs != envoy::config::core::v3::HEALTHY)
+        continue;
       const auto& sa = e.endpoint().address().socket_address();
       if (!ValidIp(sa.address())) {
-        return Invalid("ClusterLoadAssignment", la.cluster_name(),
-                       absl::StrCat("endpoint address \"", sa.address(), "\" is not an IP address"));
+        return Invalid(
+            "ClusterLoadAssignment", la.cluster_name(),
+            absl::StrCat("endpoint address \"", sa.address(), "\" is not an IP address"));
       }
       if (sa.port_value() == 0 || sa.port_value() > 65535) {
         return Invalid("ClusterLoadAssignment", la.cluster_name(),
@@ -428,8 +439,9 @@ absl::StatusOr<XdsEndpoints> DecodeEndpoints(std::string_view bytes) {
   }
   for (size_t p = 0; p < out.priorities.size(); ++p) {
     if (out.priorities[p].empty()) {
-      return Invalid("ClusterLoadAssignment", la.cluster_name(),
-                     absl::StrCat("priority ", p, " has no locality (priorities must be contiguous from 0)"));
+      return Invalid(
+          "ClusterLoadAssignment", la.cluster_name(),
+          absl::StrCat("priority ", p, " has no locality (priorities must be contiguous from 0)"));
     }
     std::set<std::string> seen;
     uint64_t total = 0;
@@ -441,8 +453,9 @@ absl::StatusOr<XdsEndpoints> DecodeEndpoints(std::string_view bytes) {
       }
     }
     if (total > UINT32_MAX) {
-      return Invalid("ClusterLoadAssignment", la.cluster_name(),
-                     absl::StrCat("the locality weights of priority ", p, " add up to more than 2^32-1"));
+      return Invalid(
+          "ClusterLoadAssignment", la.cluster_name(),
+          absl::StrCat("the locality weights of priority ", p, " add up to more than 2^32-1"));
     }
   }
   for (const auto& d : la.policy().drop_overloads()) {

@@ -22,15 +22,18 @@
 namespace ringrpc::xds {
 
 // The type URLs of the resources, as in DiscoveryRequest.type_url.
-inline constexpr std::string_view kListenerType = "type.googleapis.com/envoy.config.listener.v3.Listener";
+inline constexpr std::string_view kListenerType =
+    "type.googleapis.com/envoy.config.listener.v3.Listener";
 inline constexpr std::string_view kRouteConfigType =
     "type.googleapis.com/envoy.config.route.v3.RouteConfiguration";
-inline constexpr std::string_view kClusterType = "type.googleapis.com/envoy.config.cluster.v3.Cluster";
+inline constexpr std::string_view kClusterType =
+    "type.googleapis.com/envoy.config.cluster.v3.Cluster";
 inline constexpr std::string_view kEndpointsType =
     "type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment";
 
 enum class ResourceType { kListener, kRouteConfig, kCluster, kEndpoints };
-inline constexpr ResourceType kResourceTypes[] = {ResourceType::kListener, ResourceType::kRouteConfig,
+inline constexpr ResourceType kResourceTypes[] = {ResourceType::kListener,
+                                                  ResourceType::kRouteConfig,
                                                   ResourceType::kCluster, ResourceType::kEndpoints};
 std::string_view TypeUrl(ResourceType type);
 std::optional<ResourceType> TypeFromUrl(std::string_view url);
@@ -43,11 +46,11 @@ struct XdsHeaderMatcher {
   std::string name;
   enum class Kind { kExact, kPrefix, kSuffix, kContains, kRegex, kPresent, kRange };
   Kind kind = Kind::kPresent;
-  std::string value;            // exact / prefix / suffix / contains / regex
-  bool ignore_case = false;     // string matchers
-  int64_t range_start = 0;      // kRange: [start, end)
+  std::string value;         // exact / prefix / suffix / contains / regex
+  bool ignore_case = false;  // string matchers
+  int64_t range_start = 0;   // kRange: [start, end)
   int64_t range_end = 0;
-  bool present = true;          // kPresent
+  bool present = true;  // kPresent
   bool invert = false;
 };
 
@@ -55,7 +58,7 @@ struct XdsRoute {
   // The path matcher: exactly one of prefix (default ""), path, regex.
   enum class PathKind { kPrefix, kPath, kRegex };
   PathKind path_kind = PathKind::kPrefix;
-  std::string path;             // prefix, path or regex
+  std::string path;  // prefix, path or regex
   bool case_sensitive = true;
   std::vector<XdsHeaderMatcher> headers;
   // runtime_fraction: taken when a random number in [0, 1e6) is below it.
@@ -99,11 +102,11 @@ struct XdsCluster {
   std::string name;
   enum class Kind { kEds, kLogicalDns, kAggregate };
   Kind kind = Kind::kEds;
-  std::string eds_service_name;            // kEds: empty = the cluster's name
-  std::string dns_host;                    // kLogicalDns
+  std::string eds_service_name;  // kEds: empty = the cluster's name
+  std::string dns_host;          // kLogicalDns
   uint16_t dns_port = 0;
-  std::vector<std::string> aggregate;      // kAggregate: clusters in priority order
-  std::string lb_policy = "round_robin";   // or "least_request"
+  std::vector<std::string> aggregate;     // kAggregate: clusters in priority order
+  std::string lb_policy = "round_robin";  // or "least_request"
   uint32_t least_request_choices = 2;
 };
 

@@ -120,7 +120,8 @@ TEST(RouteConfigTest, MatchersAndWeightedClusters) {
   auto* z = wc->add_clusters();
   z->set_name("zero");
   z->mutable_weight()->set_value(0);
-  r->mutable_route()->mutable_max_stream_duration()->mutable_grpc_timeout_header_max()->set_seconds(2);
+  r->mutable_route()->mutable_max_stream_duration()->mutable_grpc_timeout_header_max()->set_seconds(
+      2);
   auto* redirect = vh->add_routes();
   redirect->mutable_match()->set_prefix("/old");
   redirect->mutable_redirect()->set_host_redirect("elsewhere");
@@ -165,7 +166,8 @@ TEST(RouteConfigTest, InvalidOnes) {
   auto* wc = route->mutable_route()->mutable_weighted_clusters();
   wc->add_clusters()->set_name("a");
   EXPECT_EQ(DecodeRouteConfig(rc.SerializeAsString()).status().message(),
-            "RouteConfiguration \"routes\": virtual host \"vh\": weighted_clusters: the weights add up to 0");
+            "RouteConfiguration \"routes\": virtual host \"vh\": weighted_clusters: the weights "
+            "add up to 0");
 }
 
 TEST(ClusterTest, EdsAggregateLogicalDnsAndPolicies) {
@@ -198,8 +200,12 @@ TEST(ClusterTest, EdsAggregateLogicalDnsAndPolicies) {
   Cluster dns;
   dns.set_name("dns");
   dns.set_type(Cluster::LOGICAL_DNS);
-  auto* sa = dns.mutable_load_assignment()->add_endpoints()->add_lb_endpoints()->mutable_endpoint()
-                 ->mutable_address()->mutable_socket_address();
+  auto* sa = dns.mutable_load_assignment()
+                 ->add_endpoints()
+                 ->add_lb_endpoints()
+                 ->mutable_endpoint()
+                 ->mutable_address()
+                 ->mutable_socket_address();
   sa->set_address("backend.example.com");
   sa->set_port_value(8443);
   c = DecodeCluster(dns.SerializeAsString());
@@ -212,16 +218,19 @@ TEST(ClusterTest, EdsAggregateLogicalDnsAndPolicies) {
   EXPECT_EQ(DecodeCluster(ring.SerializeAsString()).status().message(),
             "Cluster \"c1\": lb_policy RING_HASH is not supported (ROUND_ROBIN or LEAST_REQUEST)");
   Cluster rest = eds;
-  rest.mutable_eds_cluster_config()->mutable_eds_config()->mutable_path_config_source()->set_path("/x");
+  rest.mutable_eds_cluster_config()->mutable_eds_config()->mutable_path_config_source()->set_path(
+      "/x");
   EXPECT_EQ(DecodeCluster(rest.SerializeAsString()).status().message(),
             "Cluster \"c1\": eds_cluster_config.eds_config is neither ads nor self");
   Cluster stat = eds;
   stat.set_type(Cluster::STATIC);
-  EXPECT_EQ(DecodeCluster(stat.SerializeAsString()).status().message(),
-            "Cluster \"c1\": discovery type STATIC is not supported (EDS, LOGICAL_DNS or aggregate)");
+  EXPECT_EQ(
+      DecodeCluster(stat.SerializeAsString()).status().message(),
+      "Cluster \"c1\": discovery type STATIC is not supported (EDS, LOGICAL_DNS or aggregate)");
 }
 
-void AddLocality(ClusterLoadAssignment& la, const std::string& zone, uint32_t weight, uint32_t priority,
+void AddLocality(ClusterLoadAssignment& la, const std::string& zone, uint32_t weight,
+                 uint32_t priority,
                  std::vector<std::pair<std::string, envoy::config::core::v3::HealthStatus>> eps) {
   auto* l = la.add_endpoints();
   l->mutable_locality()->set_region("r");
@@ -244,7 +253,8 @@ TEST(EndpointsTest, PrioritiesLocalitiesHealthAndDrops) {
   using envoy::config::core::v3::UNKNOWN;
   ClusterLoadAssignment la;
   la.set_cluster_name("c1");
-  AddLocality(la, "a", 3, 0, {{"10.0.0.1:80", HEALTHY}, {"10.0.0.2:80", UNHEALTHY}, {"::1:81", UNKNOWN}});
+  AddLocality(la, "a", 3, 0,
+              {{"10.0.0.1:80", HEALTHY}, {"10.0.0.2:80", UNHEALTHY}, {"::1:81", UNKNOWN}});
   AddLocality(la, "b", 1, 0, {{"10.0.0.3:80", DRAINING}});
   AddLocality(la, "c", 0, 0, {{"10.0.0.9:80", HEALTHY}});  // no weight: not used
   AddLocality(la, "d", 5, 1, {{"10.0.1.1:80", HEALTHY}});
@@ -267,14 +277,16 @@ TEST(EndpointsTest, PrioritiesLocalitiesHealthAndDrops) {
   ClusterLoadAssignment gap;
   gap.set_cluster_name("c2");
   AddLocality(gap, "a", 1, 1, {{"10.0.0.1:80", HEALTHY}});
-  EXPECT_EQ(DecodeEndpoints(gap.SerializeAsString()).status().message(),
-            "ClusterLoadAssignment \"c2\": priority 0 has no locality (priorities must be contiguous "
-            "from 0)");
+  EXPECT_EQ(
+      DecodeEndpoints(gap.SerializeAsString()).status().message(),
+      "ClusterLoadAssignment \"c2\": priority 0 has no locality (priorities must be contiguous "
+      "from 0)");
   ClusterLoadAssignment bad;
   bad.set_cluster_name("c3");
   AddLocality(bad, "a", 1, 0, {{"backend.example.com:80", HEALTHY}});
   EXPECT_EQ(DecodeEndpoints(bad.SerializeAsString()).status().message(),
-            "ClusterLoadAssignment \"c3\": endpoint address \"backend.example.com\" is not an IP address");
+            "ClusterLoadAssignment \"c3\": endpoint address \"backend.example.com\" is not an IP "
+            "address");
 }
 
 TEST(TypesTest, UrlsRoundTrip) {

@@ -68,7 +68,7 @@ struct XdsClient::Core : std::enable_shared_from_this<Core> {
   struct Resource {
     std::vector<std::shared_ptr<XdsWatcher>> watchers;
     std::shared_ptr<const XdsResource> value;
-    std::string raw;              // value's serialized form: an unchanged resource is not re-announced
+    std::string raw;  // value's serialized form: an unchanged resource is not re-announced
     bool does_not_exist = false;  // said so to the watchers
     uint64_t timer = 0;           // the does-not-exist timer running, by generation (0: none)
   };
@@ -123,7 +123,8 @@ struct XdsClient::Core : std::enable_shared_from_this<Core> {
       // well-known Struct's code lives in libprotobuf, which TSAN builds
       // do not instrument: its allocations look like use after free).
       if (n.metadata_json != "{}") {
-        (void)google::protobuf::util::JsonStringToMessage(n.metadata_json, node->mutable_metadata());
+        (void)google::protobuf::util::JsonStringToMessage(n.metadata_json,
+                                                          node->mutable_metadata());
       }
       node_sent = true;
     }
@@ -145,8 +146,8 @@ struct XdsClient::Core : std::enable_shared_from_this<Core> {
     }
   }
 
-  static Task<void> DoesNotExistTimer(std::shared_ptr<Core> self, ResourceType type, std::string name,
-                                      uint64_t serial) {
+  static Task<void> DoesNotExistTimer(std::shared_ptr<Core> self, ResourceType type,
+                                      std::string name, uint64_t serial) {
     runtime::EventLoop& loop = *self->EventLoop();
     const TimePoint until = loop.Now() + self->options.resource_does_not_exist_timeout;
     while (!self->stopped && loop.Now() < until) {
@@ -199,7 +200,8 @@ struct XdsClient::Core : std::enable_shared_from_this<Core> {
     std::optional<ResourceType> type = TypeFromUrl(resp.type_url());
     if (!type) {
       // A type the client never asks for: ignored, nothing cached.
-      std::fprintf(stderr, "ringrpc xDS: a response of unknown type %s; ignored\n", resp.type_url().c_str());
+      std::fprintf(stderr, "ringrpc xDS: a response of unknown type %s; ignored\n",
+                   resp.type_url().c_str());
       return;
     }
     Type& t = types[*type];
@@ -236,8 +238,10 @@ struct XdsClient::Core : std::enable_shared_from_this<Core> {
       for (auto& [name, r] : t.resources) {
         if (seen.count(name) != 0 || r.value == nullptr) continue;
         if (IgnoreDeletion()) {
-          std::fprintf(stderr, "ringrpc xDS: %s \"%s\" was deleted by the server; kept "
-                       "(ignore_resource_deletion)\n", std::string(TypeName(*type)).c_str(), name.c_str());
+          std::fprintf(stderr,
+                       "ringrpc xDS: %s \"%s\" was deleted by the server; kept "
+                       "(ignore_resource_deletion)\n",
+                       std::string(TypeName(*type)).c_str(), name.c_str());
           continue;
         }
         r.value = nullptr;
@@ -256,7 +260,8 @@ struct XdsClient::Core : std::enable_shared_from_this<Core> {
     std::fprintf(stderr, "ringrpc xDS: %s\n", std::string(nack.message()).c_str());
     for (auto& [name, r] : t.resources) {
       bool named = false;
-      for (const std::string& e : errors) named = named || e.find(absl::StrCat("\"", name, "\"")) != std::string::npos;
+      for (const std::string& e : errors)
+        named = named || e.find(absl::StrCat("\"", name, "\"")) != std::string::npos;
       if (!named) continue;
       for (const auto& w : std::vector(r.watchers)) w->OnError(nack);
     }
@@ -299,9 +304,9 @@ struct XdsClient::Core : std::enable_shared_from_this<Core> {
     std::unique_ptr<ClientCall> c = co_await channel->Open(kAdsMethod, &ctx, &status);
     if (c == nullptr || stopped) {
       if (c != nullptr) c->Cancel();
-      OnStreamEnd(absl::UnavailableError(absl::StrCat(
-          "xDS: cannot reach the management server ", bootstrap.servers[0].server_uri, ": ",
-          status.error_message())));
+      OnStreamEnd(absl::UnavailableError(absl::StrCat("xDS: cannot reach the management server ",
+                                                      bootstrap.servers[0].server_uri, ": ",
+                                                      status.error_message())));
       co_return false;
     }
     call = c.get();
@@ -327,8 +332,8 @@ struct XdsClient::Core : std::enable_shared_from_this<Core> {
     Status end = co_await c->Finish();
     if (!stopped) {
       OnStreamEnd(absl::UnavailableError(
-          absl::StrCat("xDS: the ADS stream to ", bootstrap.servers[0].server_uri, " ended: ",
-                       end.ok() ? std::string("OK") : end.error_message())));
+          absl::StrCat("xDS: the ADS stream to ", bootstrap.servers[0].server_uri,
+                       " ended: ", end.ok() ? std::string("OK") : end.error_message())));
     }
     co_return answered;
   }
@@ -342,7 +347,7 @@ XdsClient::~XdsClient() {
 }
 
 absl::StatusOr<std::shared_ptr<XdsClient>> XdsClient::Create(XdsBootstrap bootstrap,
-                                                              XdsClientOptions options) {
+                                                             XdsClientOptions options) {
   if (bootstrap.servers.empty()) return absl::InvalidArgumentError("xDS bootstrap: no xds_servers");
   absl::StatusOr<std::shared_ptr<ChannelCredentials>> creds = Credentials(bootstrap.servers[0]);
   if (!creds.ok()) return creds.status();
@@ -350,8 +355,8 @@ absl::StatusOr<std::shared_ptr<XdsClient>> XdsClient::Create(XdsBootstrap bootst
   core->channel = CreateChannel(bootstrap.servers[0].server_uri, *creds);
   if (Status s = core->channel->configuration_status(); !s.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("xDS: the management server's channel (",
-                                                   bootstrap.servers[0].server_uri, "): ",
-                                                   s.error_message()));
+                                                   bootstrap.servers[0].server_uri,
+                                                   "): ", s.error_message()));
   }
   core->bootstrap = std::move(bootstrap);
   core->options = options;

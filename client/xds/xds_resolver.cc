@@ -28,11 +28,13 @@ DomainMatch Match(const std::string& pattern_in, const std::string& host_in) {
   if (pattern == "*") return DomainMatch::kAny;
   if (pattern.size() > 1 && pattern.front() == '*') {
     const std::string suffix = pattern.substr(1);
-    return host.size() > suffix.size() && host.ends_with(suffix) ? DomainMatch::kSuffix : DomainMatch::kNone;
+    return host.size() > suffix.size() && host.ends_with(suffix) ? DomainMatch::kSuffix
+                                                                 : DomainMatch::kNone;
   }
   if (pattern.size() > 1 && pattern.back() == '*') {
     const std::string prefix = pattern.substr(0, pattern.size() - 1);
-    return host.size() > prefix.size() && host.starts_with(prefix) ? DomainMatch::kPrefix : DomainMatch::kNone;
+    return host.size() > prefix.size() && host.starts_with(prefix) ? DomainMatch::kPrefix
+                                                                   : DomainMatch::kNone;
   }
   return pattern == host ? DomainMatch::kExact : DomainMatch::kNone;
 }
@@ -50,10 +52,14 @@ class FailingRouter final : public CallRouter {
   const std::string why_;
 };
 
-class XdsResolverImpl final : public Resolver, public std::enable_shared_from_this<XdsResolverImpl> {
+class XdsResolverImpl final : public Resolver,
+                              public std::enable_shared_from_this<XdsResolverImpl> {
  public:
-  XdsResolverImpl(std::string listener_name, std::string authority, std::shared_ptr<XdsClient> client)
-      : listener_name_(std::move(listener_name)), authority_(std::move(authority)), client_(std::move(client)) {}
+  XdsResolverImpl(std::string listener_name, std::string authority,
+                  std::shared_ptr<XdsClient> client)
+      : listener_name_(std::move(listener_name)),
+        authority_(std::move(authority)),
+        client_(std::move(client)) {}
 
   void Start(ResolverListener listener) override {
     {
@@ -61,7 +67,9 @@ class XdsResolverImpl final : public Resolver, public std::enable_shared_from_th
       listener_ = std::move(listener);
     }
     std::shared_ptr<XdsResolverImpl> self = shared_from_this();
-    client_->Post([self] { self->Watch(self->listener_watch_, ResourceType::kListener, self->listener_name_, ""); });
+    client_->Post([self] {
+      self->Watch(self->listener_watch_, ResourceType::kListener, self->listener_name_, "");
+    });
   }
 
   void Shutdown() override {
@@ -120,7 +128,7 @@ class XdsResolverImpl final : public Resolver, public std::enable_shared_from_th
       AddressList addresses;
     };
     std::vector<Locality> localities;
-    std::string failure;                   // set: calls routed here fail with it
+    std::string failure;  // set: calls routed here fail with it
     bool settled() const { return endpoints.has_value() || !failure.empty(); }
   };
 
@@ -128,7 +136,9 @@ class XdsResolverImpl final : public Resolver, public std::enable_shared_from_th
   void Watch(Watched& w, ResourceType type, const std::string& name, const std::string& cluster) {
     if (w.link != nullptr && w.type == type && w.name == name) return;
     Unwatch(w);
-    w = Watched{.type = type, .name = name, .link = std::make_shared<Link>(weak_from_this(), type, cluster)};
+    w = Watched{.type = type,
+                .name = name,
+                .link = std::make_shared<Link>(weak_from_this(), type, cluster)};
     client_->Watch(type, name, w.link);
   }
 
@@ -177,8 +187,8 @@ class XdsResolverImpl final : public Resolver, public std::enable_shared_from_th
     const XdsVirtualHost* vh = PickVirtualHost(rc, authority_);
     if (vh == nullptr) {
       routes_.reset();  // no later update of a cluster publishes the old routes again
-      return Fail(absl::StrCat("xDS: RouteConfiguration \"", rc.name, "\" has no virtual host for \"",
-                               authority_, "\""));
+      return Fail(absl::StrCat("xDS: RouteConfiguration \"", rc.name,
+                               "\" has no virtual host for \"", authority_, "\""));
     }
     routes_ = Routes{.config = rc.name, .routes = vh->routes};
     std::set<std::string> wanted;
@@ -209,9 +219,10 @@ class XdsResolverImpl final : public Resolver, public std::enable_shared_from_th
       Unwatch(cs.eds);
       cs.cluster.reset();
       cs.endpoints.reset();
-      cs.failure = absl::StrCat("xDS: Cluster \"", c.name, "\" is ",
-                                c.kind == XdsCluster::Kind::kAggregate ? "an aggregate" : "a LOGICAL_DNS",
-                                " cluster: not supported yet (EDS clusters are)");
+      cs.failure =
+          absl::StrCat("xDS: Cluster \"", c.name, "\" is ",
+                       c.kind == XdsCluster::Kind::kAggregate ? "an aggregate" : "a LOGICAL_DNS",
+                       " cluster: not supported yet (EDS clusters are)");
       return MaybePublish();
     }
     const std::string eds = c.eds_service_name.empty() ? c.name : c.eds_service_name;
@@ -265,13 +276,15 @@ class XdsResolverImpl final : public Resolver, public std::enable_shared_from_th
     // A27: a missing Listener or RouteConfiguration fails every call; a
     // missing Cluster or ClusterLoadAssignment the calls routed to it.
     if (type == ResourceType::kListener || type == ResourceType::kRouteConfig) {
-      const std::string name = type == ResourceType::kListener ? listener_name_ : routes_watch_.name;
+      const std::string name =
+          type == ResourceType::kListener ? listener_name_ : routes_watch_.name;
       if (type == ResourceType::kListener) {
         DropRoutes();
       } else {
         routes_.reset();
       }
-      return Fail(absl::StrCat("xDS: ", std::string(TypeName(type)), " \"", name, "\" does not exist"));
+      return Fail(
+          absl::StrCat("xDS: ", std::string(TypeName(type)), " \"", name, "\" does not exist"));
     }
     auto it = clusters_.find(cluster);
     if (it == clusters_.end()) return;
@@ -281,8 +294,9 @@ class XdsResolverImpl final : public Resolver, public std::enable_shared_from_th
       cs.cluster.reset();
     }
     cs.endpoints.reset();
-    cs.failure = absl::StrCat("xDS: ", std::string(TypeName(type)), " \"",
-                              type == ResourceType::kCluster ? cluster : cs.eds.name, "\" does not exist");
+    cs.failure =
+        absl::StrCat("xDS: ", std::string(TypeName(type)), " \"",
+                     type == ResourceType::kCluster ? cluster : cs.eds.name, "\" does not exist");
     MaybePublish();
   }
 
@@ -343,8 +357,9 @@ class XdsResolverImpl final : public Resolver, public std::enable_shared_from_th
     }
     result.service_config =
         least_request
-            ? absl::StrCat(R"({"loadBalancingConfig": [{"least_request_experimental": {"choiceCount": )",
-                           choices, "}}]}")
+            ? absl::StrCat(
+                  R"({"loadBalancingConfig": [{"least_request_experimental": {"choiceCount": )",
+                  choices, "}}]}")
             : R"({"loadBalancingConfig": [{"round_robin": {}}]})";
     result.router = std::make_shared<XdsRouter>(routes_->config, routes_->routes, std::move(failed),
                                                 std::move(localities), listener_max_duration_ms_);
@@ -375,7 +390,7 @@ class XdsResolverImpl final : public Resolver, public std::enable_shared_from_th
     std::string config;  // the RouteConfiguration's name
     std::vector<XdsRoute> routes;
   };
-  std::optional<Routes> routes_;  // the virtual host's, once known
+  std::optional<Routes> routes_;                     // the virtual host's, once known
   std::optional<int64_t> listener_max_duration_ms_;  // the Listener's max_stream_duration
   std::map<std::string, ClusterState> clusters_;
   bool published_ = false;
@@ -411,9 +426,10 @@ absl::StatusOr<std::shared_ptr<Resolver>> MakeXdsResolver(const std::string& tar
   // The name calls carry as :authority (A27): what follows "xds:" and an
   // authority, if any.
   std::string authority = target.substr(4);
-  if (authority.rfind("//", 0) == 0) authority = authority.substr(std::min(authority.size(), authority.find('/', 2) + 1));
-  return std::shared_ptr<Resolver>(
-      std::make_shared<XdsResolverImpl>(std::move(*listener), std::move(authority), std::move(client)));
+  if (authority.rfind("//", 0) == 0)
+    authority = authority.substr(std::min(authority.size(), authority.find('/', 2) + 1));
+  return std::shared_ptr<Resolver>(std::make_shared<XdsResolverImpl>(
+      std::move(*listener), std::move(authority), std::move(client)));
 }
 
 absl::StatusOr<std::shared_ptr<Resolver>> MakeXdsResolver(const std::string& target) {

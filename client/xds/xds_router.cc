@@ -16,7 +16,7 @@ namespace ringrpc::xds {
 
 struct XdsRouter::Compiled {
   XdsRoute route;
-  std::unique_ptr<re2::RE2> path_regex;               // kRegex
+  std::unique_ptr<re2::RE2> path_regex;                 // kRegex
   std::vector<std::unique_ptr<re2::RE2>> header_regex;  // by header, null if not kRegex
   uint64_t total_weight = 0;
 };
@@ -52,20 +52,26 @@ std::optional<std::string> HeaderValue(const std::string& name, const CallRouteI
 bool StringMatch(const XdsHeaderMatcher& m, absl::string_view v) {
   using K = XdsHeaderMatcher::Kind;
   switch (m.kind) {
-    case K::kExact: return m.ignore_case ? absl::EqualsIgnoreCase(v, m.value) : v == m.value;
-    case K::kPrefix: return m.ignore_case ? absl::StartsWithIgnoreCase(v, m.value) : absl::StartsWith(v, m.value);
-    case K::kSuffix: return m.ignore_case ? absl::EndsWithIgnoreCase(v, m.value) : absl::EndsWith(v, m.value);
+    case K::kExact:
+      return m.ignore_case ? absl::EqualsIgnoreCase(v, m.value) : v == m.value;
+    case K::kPrefix:
+      return m.ignore_case ? absl::StartsWithIgnoreCase(v, m.value) : absl::StartsWith(v, m.value);
+    case K::kSuffix:
+      return m.ignore_case ? absl::EndsWithIgnoreCase(v, m.value) : absl::EndsWith(v, m.value);
     case K::kContains:
-      return m.ignore_case ? absl::StrContains(absl::AsciiStrToLower(v), absl::AsciiStrToLower(m.value))
-                           : absl::StrContains(v, m.value);
-    default: return false;
+      return m.ignore_case
+                 ? absl::StrContains(absl::AsciiStrToLower(v), absl::AsciiStrToLower(m.value))
+                 : absl::StrContains(v, m.value);
+    default:
+      return false;
   }
 }
 
 }  // namespace
 
 XdsRouter::XdsRouter(std::string route_config, std::vector<XdsRoute> routes,
-                     std::map<std::string, std::string> failed, std::map<std::string, Localities> localities,
+                     std::map<std::string, std::string> failed,
+                     std::map<std::string, Localities> localities,
                      std::optional<int64_t> max_stream_duration_ms)
     : route_config_(std::move(route_config)),
       failed_(std::move(failed)),
@@ -75,7 +81,8 @@ XdsRouter::XdsRouter(std::string route_config, std::vector<XdsRoute> routes,
     Compiled c;
     if (r.path_kind == XdsRoute::PathKind::kRegex) c.path_regex = Compile(r.path, r.case_sensitive);
     for (const XdsHeaderMatcher& h : r.headers) {
-      c.header_regex.push_back(h.kind == XdsHeaderMatcher::Kind::kRegex ? Compile(h.value, true) : nullptr);
+      c.header_regex.push_back(h.kind == XdsHeaderMatcher::Kind::kRegex ? Compile(h.value, true)
+                                                                        : nullptr);
     }
     for (const XdsRoute::WeightedCluster& w : r.clusters) c.total_weight += w.weight;
     c.route = std::move(r);
@@ -103,12 +110,16 @@ bool XdsRouter::Matches(const Compiled& c, const CallRouteInfo& call) const {
       }
       break;
     case XdsRoute::PathKind::kPath:
-      if (!(r.case_sensitive ? call.method == r.path : absl::EqualsIgnoreCase(A(call.method), r.path))) {
+      if (!(r.case_sensitive ? call.method == r.path
+                             : absl::EqualsIgnoreCase(A(call.method), r.path))) {
         return false;
       }
       break;
     case XdsRoute::PathKind::kRegex:
-      if (!c.path_regex->ok() || !re2::RE2::FullMatch(re2::StringPiece(call.method.data(), call.method.size()), *c.path_regex)) return false;
+      if (!c.path_regex->ok() ||
+          !re2::RE2::FullMatch(re2::StringPiece(call.method.data(), call.method.size()),
+                               *c.path_regex))
+        return false;
       break;
   }
   for (size_t i = 0; i < r.headers.size(); ++i) {
@@ -138,8 +149,8 @@ absl::StatusOr<CallRoute> XdsRouter::Route(const CallRouteInfo& call) const {
   for (const Compiled& c : routes_) {
     if (!Matches(c, call)) continue;
     if (c.route.non_forwarding || c.total_weight == 0) {
-      return absl::UnavailableError(absl::StrCat("xDS: the route of RouteConfiguration \"", route_config_,
-                                                 "\" that matches ", A(call.method),
+      return absl::UnavailableError(absl::StrCat("xDS: the route of RouteConfiguration \"",
+                                                 route_config_, "\" that matches ", A(call.method),
                                                  " does not forward to a cluster"));
     }
     uint64_t pick = (call.random >> 24) % c.total_weight;
@@ -151,7 +162,8 @@ absl::StatusOr<CallRoute> XdsRouter::Route(const CallRouteInfo& call) const {
       }
       pick -= w.weight;
     }
-    if (auto it = failed_.find(*cluster); it != failed_.end()) return absl::UnavailableError(it->second);
+    if (auto it = failed_.find(*cluster); it != failed_.end())
+      return absl::UnavailableError(it->second);
     CallRoute out;
     const std::optional<int64_t>& limit =
         c.route.max_stream_duration_ms ? c.route.max_stream_duration_ms : max_stream_duration_ms_;
@@ -159,8 +171,8 @@ absl::StatusOr<CallRoute> XdsRouter::Route(const CallRouteInfo& call) const {
     out.group = Locality(*cluster, call.random);
     return out;
   }
-  return absl::UnavailableError(absl::StrCat("xDS: no route of RouteConfiguration \"", route_config_,
-                                             "\" matches ", A(call.method)));
+  return absl::UnavailableError(absl::StrCat("xDS: no route of RouteConfiguration \"",
+                                             route_config_, "\" matches ", A(call.method)));
 }
 
 std::string XdsRouter::Locality(const std::string& cluster, uint64_t random) const {

@@ -72,9 +72,10 @@ TEST(XdsRouterTest, NoMatchAndNonForwardingRoutesFailNamingTheRouteConfig) {
   XdsRouter router("greeter-routes", {redirect, Prefix("/pkg.", "pkg")}, {});
   EXPECT_EQ(RouteOf(router, "/other.S/M"),
             "error: xDS: no route of RouteConfiguration \"greeter-routes\" matches /other.S/M");
-  EXPECT_EQ(RouteOf(router, "/redirect.S/M"),
-            "error: xDS: the route of RouteConfiguration \"greeter-routes\" that matches /redirect.S/M "
-            "does not forward to a cluster");
+  EXPECT_EQ(
+      RouteOf(router, "/redirect.S/M"),
+      "error: xDS: the route of RouteConfiguration \"greeter-routes\" that matches /redirect.S/M "
+      "does not forward to a cluster");
 }
 
 TEST(XdsRouterTest, HeadersMatchAsA28Says) {
@@ -86,24 +87,38 @@ TEST(XdsRouterTest, HeadersMatchAsA28Says) {
   using K = XdsHeaderMatcher::Kind;
   const Metadata md = {{"env", "canary"}, {"env", "eu"}, {"n", "42"}, {"blob-bin", "x"}};
   // Several values are joined with ",".
-  EXPECT_EQ(RouteOf(with({.name = "env", .kind = K::kExact, .value = "canary,eu"}), "/a", md), "hit");
+  EXPECT_EQ(RouteOf(with({.name = "env", .kind = K::kExact, .value = "canary,eu"}), "/a", md),
+            "hit");
   EXPECT_EQ(RouteOf(with({.name = "env", .kind = K::kExact, .value = "canary"}), "/a", md), "miss");
-  EXPECT_EQ(RouteOf(with({.name = "env", .kind = K::kPrefix, .value = "CAN", .ignore_case = true}), "/a", md),
+  EXPECT_EQ(RouteOf(with({.name = "env", .kind = K::kPrefix, .value = "CAN", .ignore_case = true}),
+                    "/a", md),
             "hit");
   EXPECT_EQ(RouteOf(with({.name = "env", .kind = K::kPrefix, .value = "CAN"}), "/a", md), "miss");
   EXPECT_EQ(RouteOf(with({.name = "env", .kind = K::kSuffix, .value = ",eu"}), "/a", md), "hit");
   EXPECT_EQ(RouteOf(with({.name = "env", .kind = K::kContains, .value = "ary,"}), "/a", md), "hit");
-  EXPECT_EQ(RouteOf(with({.name = "env", .kind = K::kRegex, .value = "can.*,e."}), "/a", md), "hit");
-  EXPECT_EQ(RouteOf(with({.name = "n", .kind = K::kRange, .range_start = 40, .range_end = 43}), "/a", md), "hit");
-  EXPECT_EQ(RouteOf(with({.name = "n", .kind = K::kRange, .range_start = 43, .range_end = 50}), "/a", md), "miss");
+  EXPECT_EQ(RouteOf(with({.name = "env", .kind = K::kRegex, .value = "can.*,e."}), "/a", md),
+            "hit");
+  EXPECT_EQ(
+      RouteOf(with({.name = "n", .kind = K::kRange, .range_start = 40, .range_end = 43}), "/a", md),
+      "hit");
+  EXPECT_EQ(
+      RouteOf(with({.name = "n", .kind = K::kRange, .range_start = 43, .range_end = 50}), "/a", md),
+      "miss");
   EXPECT_EQ(RouteOf(with({.name = "n", .kind = K::kPresent, .present = true}), "/a", md), "hit");
-  EXPECT_EQ(RouteOf(with({.name = "gone", .kind = K::kPresent, .present = false}), "/a", md), "hit");
+  EXPECT_EQ(RouteOf(with({.name = "gone", .kind = K::kPresent, .present = false}), "/a", md),
+            "hit");
   // Inverted; but an absent header matches no string matcher, inverted or not.
-  EXPECT_EQ(RouteOf(with({.name = "env", .kind = K::kExact, .value = "x", .invert = true}), "/a", md), "hit");
-  EXPECT_EQ(RouteOf(with({.name = "gone", .kind = K::kExact, .value = "x", .invert = true}), "/a", md), "miss");
+  EXPECT_EQ(
+      RouteOf(with({.name = "env", .kind = K::kExact, .value = "x", .invert = true}), "/a", md),
+      "hit");
+  EXPECT_EQ(
+      RouteOf(with({.name = "gone", .kind = K::kExact, .value = "x", .invert = true}), "/a", md),
+      "miss");
   // -bin headers are never seen; content-type is application/grpc.
-  EXPECT_EQ(RouteOf(with({.name = "blob-bin", .kind = K::kPresent, .present = true}), "/a", md), "miss");
-  EXPECT_EQ(RouteOf(with({.name = "content-type", .kind = K::kExact, .value = "application/grpc"}), "/a", md),
+  EXPECT_EQ(RouteOf(with({.name = "blob-bin", .kind = K::kPresent, .present = true}), "/a", md),
+            "miss");
+  EXPECT_EQ(RouteOf(with({.name = "content-type", .kind = K::kExact, .value = "application/grpc"}),
+                    "/a", md),
             "hit");
 }
 
@@ -134,7 +149,8 @@ TEST(XdsRouterTest, ACallToAClusterWithLocalitiesGoesToOneByWeight) {
 }
 
 TEST(XdsRouterTest, AFailedClusterFailsTheCallsRoutedToItWithItsReason) {
-  XdsRouter router("rc", {Prefix("/b", "b"), Prefix("", "a")}, {{"b", "xDS: Cluster \"b\" does not exist"}});
+  XdsRouter router("rc", {Prefix("/b", "b"), Prefix("", "a")},
+                   {{"b", "xDS: Cluster \"b\" does not exist"}});
   EXPECT_EQ(RouteOf(router, "/b.S/M"), "error: xDS: Cluster \"b\" does not exist");
   EXPECT_EQ(RouteOf(router, "/a.S/M"), "a");
 }

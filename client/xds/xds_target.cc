@@ -40,9 +40,9 @@ absl::StatusOr<std::string> ListenerResourceName(std::string_view target,
     const size_t slash = rest.find('/');
     const std::string_view authority = rest.substr(0, slash);
     if (!authority.empty()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "xds target \"", std::string(target), "\" names the authority \"",
-          std::string(authority), "\": xDS federation (gRFC A47) is not supported"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("xds target \"", std::string(target), "\" names the authority \"",
+                       std::string(authority), "\": xDS federation (gRFC A47) is not supported"));
     }
     rest = slash == std::string_view::npos ? std::string_view() : rest.substr(slash + 1);
   }
@@ -51,7 +51,8 @@ absl::StatusOr<std::string> ListenerResourceName(std::string_view target,
         absl::StrCat("xds target \"", std::string(target), "\" names no service"));
   }
   const std::string& tmpl = bootstrap.client_default_listener_resource_name_template;
-  const std::string name = tmpl.rfind("xdstp:", 0) == 0 ? PercentEncodePath(rest) : std::string(rest);
+  const std::string name =
+      tmpl.rfind("xdstp:", 0) == 0 ? PercentEncodePath(rest) : std::string(rest);
   std::string out;
   for (size_t i = 0; i < tmpl.size(); ++i) {
     if (tmpl[i] == '%' && i + 1 < tmpl.size() && tmpl[i + 1] == 's') {

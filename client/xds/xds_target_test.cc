@@ -32,8 +32,7 @@ TEST(XdsTarget, BadTargetsSayWhy) {
   EXPECT_EQ(ListenerResourceName("xds://authority.example/echo", b).status().message(),
             "xds target \"xds://authority.example/echo\" names the authority "
             "\"authority.example\": xDS federation (gRFC A47) is not supported");
-  EXPECT_EQ(ListenerResourceName("xds:///", b).status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ListenerResourceName("xds:///", b).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace

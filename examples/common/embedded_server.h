@@ -15,8 +15,7 @@ namespace examples {
 
 // Sets *target to the server to call. Returns the embedded server (null when
 // --target was given); on failure to start one, *target stays empty.
-inline std::unique_ptr<grpc::Server> ServerFromArgs(int argc, char** argv,
-                                                    grpc::Service* service,
+inline std::unique_ptr<grpc::Server> ServerFromArgs(int argc, char** argv, grpc::Service* service,
                                                     std::string* target) {
   target->clear();
   for (int i = 1; i < argc; ++i) {

@@ -39,7 +39,7 @@ class GreeterService final : public helloworld::Greeter::Service {
 using ::ringrpc::Status;
 
 ringrpc::Task<void> CoroutineCalls(helloworld::ringrpc::Greeter::Stub* stub,
-                                         std::promise<std::string>* out) {
+                                   std::promise<std::string>* out) {
   std::string text;
   ::ringrpc::ClientContext ctx;
   helloworld::HelloRequest req;

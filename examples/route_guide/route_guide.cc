@@ -243,8 +243,7 @@ RouteNote Note(int i, int j, const std::string& message) {
 }
 
 // Coroutine form, on a CQ thread: a unary call and a bidi chat.
-ringrpc::Task<void> CoroutineTour(RouteGuide::Stub* stub,
-                                        std::promise<std::string>* out) {
+ringrpc::Task<void> CoroutineTour(RouteGuide::Stub* stub, std::promise<std::string>* out) {
   std::string text;
   {
     ClientContext ctx;
@@ -335,8 +334,8 @@ int main(int argc, char** argv) {
 
   // 4. Bidi: a reactor chats; each note brings back the earlier ones at its place.
   {
-    Chatter chatter(stub.get(), {Note(1, 1, "first"), Note(1, 2, "second"),
-                                 Note(1, 1, "third"), Note(1, 2, "fourth")});
+    Chatter chatter(stub.get(), {Note(1, 1, "first"), Note(1, 2, "second"), Note(1, 1, "third"),
+                                 Note(1, 2, "fourth")});
     auto [s, got] = chatter.Wait();
     std::string joined;
     for (const std::string& g : got) joined += (joined.empty() ? "" : ", ") + g;

@@ -33,7 +33,7 @@ class GreeterService final : public helloworld::Greeter::Service {
 struct Row {
   const char* what;
   ::ringrpc::ChannelArguments args;
-  int settle_ms = 0;        // wait after the calls (idle timeout demo)
+  int settle_ms = 0;         // wait after the calls (idle timeout demo)
   bool two_threads = false;  // burst on CQ thread 0, settle, then on thread 1
 };
 
@@ -63,8 +63,8 @@ int BurstOn(::ringrpc::Channel& channel, helloworld::ringrpc::Greeter::Stub& stu
   std::promise<void> all;
   for (int i = 0; i < n; ++i) {
     auto call = [](helloworld::ringrpc::Greeter::Stub* stub, int i, std::atomic<int>* ok,
-                   std::atomic<int>* done, int n, std::promise<void>* all)
-        -> ::ringrpc::Task<void> {
+                   std::atomic<int>* done, int n,
+                   std::promise<void>* all) -> ::ringrpc::Task<void> {
       ::ringrpc::ClientContext ctx;
       helloworld::HelloRequest req;
       req.set_name("call " + std::to_string(i));
@@ -117,13 +117,13 @@ int main(int argc, char** argv) {
   rows[6].args.SetInt("ringrpc.reservoir_capacity", 16);
 
   std::printf("64 calls at once, target %s\n", target.c_str());
-  std::printf("%-52s %4s %8s %8s %6s %9s %12s\n", "configuration", "ok", "dialled", "waits",
-              "live", "unparked", "idle-retired");
+  std::printf("%-52s %4s %8s %8s %6s %9s %12s\n", "configuration", "ok", "dialled", "waits", "live",
+              "unparked", "idle-retired");
   bool good = true;
   for (Row& row : rows) {
     row.args.SetInt("grpc.use_local_subchannel_pool", 1);  // each row its own pool
-    auto channel = ::ringrpc::CreateCustomChannel(target, ::ringrpc::InsecureChannelCredentials(),
-                                                  row.args);
+    auto channel =
+        ::ringrpc::CreateCustomChannel(target, ::ringrpc::InsecureChannelCredentials(), row.args);
     auto stub = helloworld::ringrpc::Greeter::NewStub(channel);
     int ok, calls = 64;
     if (row.two_threads) {

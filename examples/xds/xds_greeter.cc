@@ -63,10 +63,12 @@ int main() {
   auto s1 = Serve(&one, &port1);
   auto s2 = Serve(&two, &port2);
   const char* tmp = std::getenv("TEST_TMPDIR");
-  const std::string snapshot = std::string(tmp != nullptr ? tmp : "/tmp") + "/xds_greeter_snapshot.json";
+  const std::string snapshot =
+      std::string(tmp != nullptr ? tmp : "/tmp") + "/xds_greeter_snapshot.json";
   Config("1", port1).WriteTo(snapshot);
   auto cp = ringrpc::testing::ServerProcess::Start(
-      "127.0.0.1:0", "tests/xds/control_plane", {"--snapshot=" + snapshot, "--log=" + snapshot + ".log"});
+      "127.0.0.1:0", "tests/xds/control_plane",
+      {"--snapshot=" + snapshot, "--log=" + snapshot + ".log"});
   if (s1 == nullptr || s2 == nullptr || !cp.ok()) {
     std::fprintf(stderr, "could not start the backends or the control plane\n");
     return 1;

@@ -83,8 +83,7 @@ void BM_Sharded_CoAwaitAcquire_Capacity100(benchmark::State& state) {
   static Pool<BenchManager> pool = MakePool<BenchManager>(c);
   std::vector<absl::StatusOr<Lease<BenchManager>>> held;
   Task<void> t = [](Pool<BenchManager> p, benchmark::State& state,
-                    std::vector<absl::StatusOr<Lease<BenchManager>>>& held)
-      -> Task<void> {
+                    std::vector<absl::StatusOr<Lease<BenchManager>>>& held) -> Task<void> {
     for (int i = 0; i < 10; ++i) held.push_back(co_await p.Acquire());
     for (auto _ : state) {
       absl::StatusOr<Lease<BenchManager>> lease = co_await p.Acquire();
@@ -143,8 +142,8 @@ void BM_Sharded_InternalWarmPair(benchmark::State& state) {
   { auto l = pool.TryAcquire(); }  // makes this thread's shard
   Task<void> t = [](Pool<BenchManager> p) -> Task<void> { (void)co_await p.Acquire(); }(pool);
   t.handle().resume();
-  auto* shard = static_cast<internal::Shard<BenchManager>*>(
-      ThreadContext::Current().FindShard(pool.id()));
+  auto* shard =
+      static_cast<internal::Shard<BenchManager>*>(ThreadContext::Current().FindShard(pool.id()));
   for (auto _ : state) WarmPairForDisassembly(shard);
   state.SetItemsProcessed(state.iterations());
 }

@@ -56,19 +56,18 @@ namespace ringrpc::pool {
 
 // A shard's state in numbers, for tests: compared whole.
 struct ShardState {
-  size_t size = 0;        // budget in use (connections + dials)
-  size_t reserved = 0;    // budget held by dials in flight
+  size_t size = 0;      // budget in use (connections + dials)
+  size_t reserved = 0;  // budget held by dials in flight
   size_t connections = 0;
-  size_t idle = 0;        // connections with no lease
-  size_t available = 0;   // connections with a free lease
-  size_t leases = 0;      // leases outstanding on this shard
+  size_t idle = 0;       // connections with no lease
+  size_t available = 0;  // connections with a free lease
+  size_t leases = 0;     // leases outstanding on this shard
   size_t waiters = 0;
-  size_t granted = 0;     // leases handed to waiters that have not resumed
+  size_t granted = 0;  // leases handed to waiters that have not resumed
   bool operator==(const ShardState&) const = default;
   std::string ToString() const {
-    return absl::StrCat("{size=", size, " reserved=", reserved,
-                        " connections=", connections, " idle=", idle,
-                        " available=", available, " leases=", leases,
+    return absl::StrCat("{size=", size, " reserved=", reserved, " connections=", connections,
+                        " idle=", idle, " available=", available, " leases=", leases,
                         " waiters=", waiters, " granted=", granted, "}");
   }
 };
@@ -144,8 +143,7 @@ class alignas(64) Shard final : public ShardBase {
         config_(inner_->config),
         manager_(inner_->manager.get()),
         owner_(owner) {
-    uint64_t index =
-        inner_->next_shard_index.fetch_add(1, std::memory_order_relaxed);
+    uint64_t index = inner_->next_shard_index.fetch_add(1, std::memory_order_relaxed);
     rng_ = config_.jitter_seed ^ (index * 0xd1b54a32d192ed03ull) ^ inner_->id;
     MutexLock lock(&inner_->shards_mu);
     inner_->shard_counters.push_back(&counters_);
@@ -184,15 +182,13 @@ class alignas(64) Shard final : public ShardBase {
     reaper_.handle().resume();  // runs to its first sleep
   }
 
-  bool closed() const {
-    return inner_->closed.load(std::memory_order_relaxed);
-  }
+  bool closed() const { return inner_->closed.load(std::memory_order_relaxed); }
 
   // See ShardBase. Every path that can make it true asks its thread for a
   // sweep: OnClose, Destroy and the end of an acquire on a closed shard.
   bool Finished() const override {
-    return closed() && slots_.empty() && size_ == 0 && connecting_ == 0 &&
-           waiter_count_ == 0 && granted_ == 0 && recycling_ == 0 && acquiring_ == 0;
+    return closed() && slots_.empty() && size_ == 0 && connecting_ == 0 && waiter_count_ == 0 &&
+           granted_ == 0 && recycling_ == 0 && acquiring_ == 0;
   }
 
   // An Acquire() awaitable holds this shard from its making to its end
@@ -212,9 +208,7 @@ class alignas(64) Shard final : public ShardBase {
   // at every await: destroying the frame restores the shard (decision 0004).
   Task<absl::StatusOr<SlotT*>> AcquireSlow();
 
-  absl::Status ClosedError() const {
-    return absl::UnavailableError("pool is closed");
-  }
+  absl::Status ClosedError() const { return absl::UnavailableError("pool is closed"); }
 
   absl::Status TimeoutError(Duration timeout);
 
@@ -262,8 +256,7 @@ class alignas(64) Shard final : public ShardBase {
   absl::Status CheckInvariants() const {
     auto fail = [&](std::string what) {
       return absl::InternalError(
-          absl::StrCat("shard invariant broken: ", what, " in ",
-                       State().ToString()));
+          absl::StrCat("shard invariant broken: ", what, " in ", State().ToString()));
     };
     if (size_ != slots_.size() + reserved_) return fail("size == slots + reserved");
     if (size_ > config_.max_size) return fail("size <= max_size");
@@ -397,11 +390,20 @@ class alignas(64) Shard final : public ShardBase {
 
   void Note(PoolEventKind kind) {
     switch (kind) {
-      case PoolEventKind::kConnect: counters_.created.Add(); break;
-      case PoolEventKind::kConnectFailed: counters_.connect_failures.Add(); break;
-      case PoolEventKind::kPark: counters_.parks.Add(); break;
-      case PoolEventKind::kUnpark: counters_.unparked.Add(); break;
-      case PoolEventKind::kRetire: break;
+      case PoolEventKind::kConnect:
+        counters_.created.Add();
+        break;
+      case PoolEventKind::kConnectFailed:
+        counters_.connect_failures.Add();
+        break;
+      case PoolEventKind::kPark:
+        counters_.parks.Add();
+        break;
+      case PoolEventKind::kUnpark:
+        counters_.unparked.Add();
+        break;
+      case PoolEventKind::kRetire:
+        break;
     }
     if (config_.observer) config_.observer->OnPoolEvent({kind, RetireReason::kNone, inner_->id});
   }
@@ -414,13 +416,10 @@ class alignas(64) Shard final : public ShardBase {
 
   bool CanDial() const {
     return size_ < config_.max_size &&
-           (!config_.max_concurrent_connects ||
-            connecting_ < *config_.max_concurrent_connects);
+           (!config_.max_concurrent_connects || connecting_ < *config_.max_concurrent_connects);
   }
 
-  uint64_t Generation() const {
-    return inner_->generation.load(std::memory_order_relaxed);
-  }
+  uint64_t Generation() const { return inner_->generation.load(std::memory_order_relaxed); }
 
   TimePoint Now() const {
     Runtime* rt = owner_->runtime();
@@ -437,9 +436,7 @@ class alignas(64) Shard final : public ShardBase {
     return NewSlotMeta(config_, Now(), generation, NextRandom(rng_));
   }
 
-  void AssertOwner() const {
-    RINGRPC_DCHECK(&ThreadContext::Current() == owner_);
-  }
+  void AssertOwner() const { RINGRPC_DCHECK(&ThreadContext::Current() == owner_); }
 
   // A closed shard that may be Finished() now: its thread looks soon.
   void SweepSoon() {

@@ -1,4 +1,5 @@
-// pool/internal/shard_leasing.h — a Shard's leasing: the fast and the slow acquire, return and take, the guards that keep an acquire cancellation-safe, and the bookkeeping of slots.
+// pool/internal/shard_leasing.h — a Shard's leasing: the fast and the slow acquire, return and
+// take, the guards that keep an acquire cancellation-safe, and the bookkeeping of slots.
 //
 // Part of pool/internal/shard.h (the class, its state and invariants),
 // which includes this file at its end; include shard.h, not this.
@@ -62,8 +63,7 @@ auto Shard<M>::AcquireSlow() -> Task<absl::StatusOr<SlotT*>> {
           std::optional<Parked<Detached>> parked = PopUsableParked();
           if (parked) {
             AttachGuard attach_guard(this);
-            absl::StatusOr<Connection> c =
-                co_await manager_->Attach(std::move(parked->detached));
+            absl::StatusOr<Connection> c = co_await manager_->Attach(std::move(parked->detached));
             attach_guard.armed = false;
             if (c.ok()) {
               parked->meta.last_used = Now();
@@ -90,10 +90,11 @@ auto Shard<M>::AcquireSlow() -> Task<absl::StatusOr<SlotT*>> {
     }
     // 3. At max_size (or max dials in flight): wait for a local return.
     if (runtime() == nullptr) {
-      co_return absl::ResourceExhaustedError(absl::StrCat(
-          "pool: all ", size_, " connections of this thread are busy "
-          "(max_size ", config_.max_size,
-          ") and the thread has no runtime to wait on"));
+      co_return absl::ResourceExhaustedError(
+          absl::StrCat("pool: all ", size_,
+                       " connections of this thread are busy "
+                       "(max_size ",
+                       config_.max_size, ") and the thread has no runtime to wait on"));
     }
     if (!counted_wait) {
       counters_.waits.Add();
@@ -109,12 +110,10 @@ auto Shard<M>::TimeoutError(Duration timeout) -> absl::Status {
   counters_.timeouts.Add();
   std::string msg = absl::StrCat(
       "pool acquire timed out after ",
-      std::chrono::duration_cast<std::chrono::milliseconds>(timeout).count(),
-      "ms: ", slots_.size(), " connections busy, ", reserved_,
-      " dialling (max_size ", config_.max_size, ")");
+      std::chrono::duration_cast<std::chrono::milliseconds>(timeout).count(), "ms: ", slots_.size(),
+      " connections busy, ", reserved_, " dialling (max_size ", config_.max_size, ")");
   if (!last_connect_error_.ok()) {
-    absl::StrAppend(&msg, "; last connect error: ",
-                    last_connect_error_.ToString());
+    absl::StrAppend(&msg, "; last connect error: ", last_connect_error_.ToString());
     return absl::UnavailableError(msg);
   }
   return absl::DeadlineExceededError(msg);
@@ -143,8 +142,7 @@ void Shard<M>::Return(SlotT* s, bool poisoned) {
     if (s->leases == 0) Destroy(s);
     return;
   }
-  if (RetireReason r =
-          CheckRetirement(s->meta, config_, now, Generation(), false);
+  if (RetireReason r = CheckRetirement(s->meta, config_, now, Generation(), false);
       r != RetireReason::kNone) {
     Retire(s, r);
     return;
@@ -168,9 +166,9 @@ template <typename M>
 auto Shard<M>::Take(SlotT* s) -> absl::StatusOr<Connection> {
   AssertOwner();
   if (s->leases != 1) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "Lease::Take: the connection has ", s->leases - 1,
-        " other active leases; only the sole lease holder may take it"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("Lease::Take: the connection has ", s->leases - 1,
+                     " other active leases; only the sole lease holder may take it"));
   }
   std::unique_ptr<SlotT> owned = RemoveSlot(s);
   counters_.leases.Sub();

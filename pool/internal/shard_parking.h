@@ -1,4 +1,5 @@
-// pool/internal/shard_parking.h — a Shard's parking: idle connections lent to the exchange and taken back.
+// pool/internal/shard_parking.h — a Shard's parking: idle connections lent to the exchange and
+// taken back.
 //
 // Part of pool/internal/shard.h (the class, its state and invariants),
 // which includes this file at its end; include shard.h, not this.
@@ -35,8 +36,7 @@ bool Shard<M>::TryPark(SlotT* s) {
     counters_.live.Sub();
     absl::StatusOr<Detached> d = manager_->Detach(std::move(owned->conn));
     if (d.ok()) {
-      inner_->exchange->Push(
-          Parked<Detached>{std::move(*d), owned->meta, Now()});
+      inner_->exchange->Push(Parked<Detached>{std::move(*d), owned->meta, Now()});
       Note(PoolEventKind::kPark);
     } else {
       inner_->exchange->CancelAdmit();

@@ -1,4 +1,5 @@
-// pool/internal/shard_reaping.h — a Shard's retirement and reaping: closing a shard, the reaper's tick (expiry, refill to min_idle).
+// pool/internal/shard_reaping.h — a Shard's retirement and reaping: closing a shard, the reaper's
+// tick (expiry, refill to min_idle).
 //
 // Part of pool/internal/shard.h (the class, its state and invariants),
 // which includes this file at its end; include shard.h, not this.
@@ -43,8 +44,7 @@ auto Shard<M>::Reap() -> Task<void> {
     ReapExpired();
     // Refill to min_idle, never while a waiter is parked: a returning
     // connection serves it sooner than a fresh dial.
-    while (!closed() && waiters_.empty() && idle_ < config_.min_idle &&
-           CanDial()) {
+    while (!closed() && waiters_.empty() && idle_ < config_.min_idle && CanDial()) {
       Reservation reservation(this);
       uint64_t generation = Generation();
       absl::StatusOr<Connection> c = co_await manager_->Connect();

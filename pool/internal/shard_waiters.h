@@ -1,4 +1,5 @@
-// pool/internal/shard_waiters.h — a Shard's the waiters: a suspended acquire in a FIFO list, woken with a lease handed over or to look again.
+// pool/internal/shard_waiters.h — a Shard's the waiters: a suspended acquire in a FIFO list, woken
+// with a lease handed over or to look again.
 //
 // Part of pool/internal/shard.h (the class, its state and invariants),
 // which includes this file at its end; include shard.h, not this.
@@ -49,7 +50,10 @@ template <typename M>
 void Shard<M>::Link(Waiter* w) {
   w->prev = waiters_.tail;
   w->next = nullptr;
-  if (waiters_.tail) waiters_.tail->next = w; else waiters_.head = w;
+  if (waiters_.tail)
+    waiters_.tail->next = w;
+  else
+    waiters_.head = w;
   waiters_.tail = w;
   w->linked = true;
   ++waiter_count_;
@@ -57,8 +61,14 @@ void Shard<M>::Link(Waiter* w) {
 
 template <typename M>
 void Shard<M>::Unlink(Waiter* w) {
-  if (w->prev) w->prev->next = w->next; else waiters_.head = w->next;
-  if (w->next) w->next->prev = w->prev; else waiters_.tail = w->prev;
+  if (w->prev)
+    w->prev->next = w->next;
+  else
+    waiters_.head = w->next;
+  if (w->next)
+    w->next->prev = w->prev;
+  else
+    waiters_.tail = w->prev;
   w->prev = w->next = nullptr;
   w->linked = false;
   --waiter_count_;

@@ -14,8 +14,8 @@
 #define RINGRPC_POOL_TESTING_FAKE_MANAGER_H_
 
 #include <cstdint>
-#include <memory>
 #include <map>
+#include <memory>
 #include <set>
 #include <utility>
 
@@ -39,8 +39,7 @@ struct FakeConn {
 class FakeDetached {
  public:
   FakeDetached(FakeManager* m, uint64_t id) : m_(m), id_(id) {}
-  FakeDetached(FakeDetached&& o) noexcept
-      : m_(std::exchange(o.m_, nullptr)), id_(o.id_) {}
+  FakeDetached(FakeDetached&& o) noexcept : m_(std::exchange(o.m_, nullptr)), id_(o.id_) {}
   FakeDetached& operator=(FakeDetached&& o) noexcept;
   FakeDetached(const FakeDetached&) = delete;
   FakeDetached& operator=(const FakeDetached&) = delete;

@@ -27,8 +27,7 @@ namespace ringrpc::pool::testing {
 
 class FakeRuntime final : public Runtime {
  public:
-  explicit FakeRuntime(TimePoint start = TimePoint{} + std::chrono::hours(1))
-      : now_(start) {}
+  explicit FakeRuntime(TimePoint start = TimePoint{} + std::chrono::hours(1)) : now_(start) {}
 
   TimePoint Now() override { return now_; }
   uint64_t ScheduleTimer(TimePoint deadline, TimerCallback* cb) override {

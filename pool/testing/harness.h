@@ -23,15 +23,12 @@ using FakePool = Pool<FakeManager>;
 using FakeLease = Lease<FakeManager>;
 using AcquireResult = absl::StatusOr<FakeLease>;
 
-inline Task<AcquireResult> AcquireTask(FakePool pool) {
-  co_return co_await pool.Acquire();
-}
+inline Task<AcquireResult> AcquireTask(FakePool pool) { co_return co_await pool.Acquire(); }
 
 // OK when the pool's counters and the manager's independent count agree:
 // conservation, closed == sum of retirements, and every connection the
 // manager thinks exists is live in a shard or parked (none in flight).
-inline absl::Status CheckConservation(const FakePool& pool,
-                                      const FakeManager& m,
+inline absl::Status CheckConservation(const FakePool& pool, const FakeManager& m,
                                       uint64_t taken_still_open = 0) {
   PoolMetrics x = pool.Metrics();
   if (!x.Conserved()) {
@@ -41,9 +38,8 @@ inline absl::Status CheckConservation(const FakePool& pool,
     return absl::InternalError("closed != sum(retired): " + x.ToString());
   }
   if (m.open() != x.live + x.parked + taken_still_open) {
-    return absl::InternalError(absl::StrCat("manager has ", m.open(),
-                                            " open connections; pool says ",
-                                            x.ToString()));
+    return absl::InternalError(
+        absl::StrCat("manager has ", m.open(), " open connections; pool says ", x.ToString()));
   }
   if (m.double_closes() != 0) {
     return absl::InternalError("a connection was closed twice");

@@ -55,8 +55,7 @@ class PoolDriver {
         exchange_ = std::make_shared<Reservoir<FakeDetached>>(1 + cfg[3] % 3);
         break;
       case 2:
-        exchange_ =
-            std::make_shared<MutexReservoir<FakeDetached>>(1 + cfg[3] % 3);
+        exchange_ = std::make_shared<MutexReservoir<FakeDetached>>(1 + cfg[3] % 3);
         break;
       default:
         break;
@@ -135,19 +134,33 @@ class PoolDriver {
         break;
       case 13: {  // failures
         switch ((arg / kThreads) % 4) {
-          case 0: m_->fail_connects += 1; break;
-          case 1: m_->fail_recycles += 1; break;
-          case 2: m_->fail_detaches += 1; break;
-          case 3: m_->fail_attaches += 1; break;
+          case 0:
+            m_->fail_connects += 1;
+            break;
+          case 1:
+            m_->fail_recycles += 1;
+            break;
+          case 2:
+            m_->fail_detaches += 1;
+            break;
+          case 3:
+            m_->fail_attaches += 1;
+            break;
         }
         break;
       }
       case 14: {  // latencies
         auto d = std::chrono::milliseconds((arg / kThreads) % 4 == 0 ? 0 : 1 + arg % 20);
         switch ((arg / kThreads) % 3) {
-          case 0: m_->connect_latency = d; break;
-          case 1: m_->recycle_latency = d; break;
-          case 2: m_->attach_latency = d; break;
+          case 0:
+            m_->connect_latency = d;
+            break;
+          case 1:
+            m_->recycle_latency = d;
+            break;
+          case 2:
+            m_->attach_latency = d;
+            break;
         }
         break;
       }
@@ -185,9 +198,9 @@ class PoolDriver {
           return absl::InternalError(absl::StrCat("lease on closed connection ", l->id));
         }
         if (++per_conn[l->id] > config_.max_leases_per_connection) {
-          return absl::InternalError(absl::StrCat(
-              "connection ", l->id, " has more leases than its capacity ",
-              config_.max_leases_per_connection));
+          return absl::InternalError(absl::StrCat("connection ", l->id,
+                                                  " has more leases than its capacity ",
+                                                  config_.max_leases_per_connection));
         }
       }
     }
@@ -196,9 +209,9 @@ class PoolDriver {
                                               " leases, the test holds (or was granted) ", leases));
     }
     if (exchange_ && exchange_->admitted() != exchange_->parked()) {
-      return absl::InternalError(absl::StrCat(
-          "exchange admission leaked: admitted ", exchange_->admitted(),
-          " parked ", exchange_->parked()));
+      return absl::InternalError(absl::StrCat("exchange admission leaked: admitted ",
+                                              exchange_->admitted(), " parked ",
+                                              exchange_->parked()));
     }
     return absl::OkStatus();
   }
@@ -219,16 +232,15 @@ class PoolDriver {
     if (failure_.ok()) failure_ = Check();
     PoolMetrics x = pool_->Metrics();
     if (failure_.ok() && x.live != 0) {
-      failure_ = absl::InternalError("connections live after every thread ended: " +
-                                     x.ToString());
+      failure_ = absl::InternalError("connections live after every thread ended: " + x.ToString());
     }
     if (exchange_) {
       pool_->Invalidate();  // clears it
       size_t admitted = 0;
       while (exchange_->TryAdmit()) ++admitted;
       if (failure_.ok() && admitted != exchange_->capacity()) {
-        failure_ = absl::InternalError(absl::StrCat(
-            "exchange admits ", admitted, " of capacity ", exchange_->capacity()));
+        failure_ = absl::InternalError(
+            absl::StrCat("exchange admits ", admitted, " of capacity ", exchange_->capacity()));
       }
       for (size_t i = 0; i < admitted; ++i) exchange_->CancelAdmit();
     }
@@ -267,9 +279,9 @@ class PoolDriver {
           // Retirement is final: an acquire that started after an
           // invalidate never gets a connection dialled before it.
           if (m_->EpochOf(l->id) < o.start_epoch && failure_.ok()) {
-            failure_ = absl::InternalError(absl::StrCat(
-                "stale connection ", l->id, " (epoch ", m_->EpochOf(l->id),
-                ") handed to an acquire started at epoch ", o.start_epoch));
+            failure_ = absl::InternalError(
+                absl::StrCat("stale connection ", l->id, " (epoch ", m_->EpochOf(l->id),
+                             ") handed to an acquire started at epoch ", o.start_epoch));
           }
           if (config_.max_uses && l.uses() > *config_.max_uses && failure_.ok()) {
             failure_ = absl::InternalError("lease beyond max_uses");

@@ -34,11 +34,13 @@ constexpr double kOneCopy = 1.1;
 class ZeroCopyTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!::ringrpc::testing::CountingCopies()) GTEST_SKIP() << "copies are not counted under sanitizers";
+    if (!::ringrpc::testing::CountingCopies())
+      GTEST_SKIP() << "copies are not counted under sanitizers";
     auto s = ::ringrpc::testing::ServerProcess::Start();
     ASSERT_TRUE(s.ok()) << s.status();
     server_ = std::move(*s);
-    channel_ = ::ringrpc::CreateChannel(server_->address(), ::ringrpc::InsecureChannelCredentials());
+    channel_ =
+        ::ringrpc::CreateChannel(server_->address(), ::ringrpc::InsecureChannelCredentials());
     stub_ = TestService::NewStub(channel_);
     // The connection and its buffers exist before anything is counted.
     EchoRequest req;

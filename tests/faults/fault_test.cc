@@ -121,8 +121,7 @@ TEST(Faults, AServerThatAcceptsAndNeverAnswersEndsEveryCallAtItsDeadline) {
     ExpectInvariants(load, *channel);
     Load::Report r = load.Summary();
     EXPECT_GE(r.issued, 12u);
-    EXPECT_EQ(r.count(StatusCode::DEADLINE_EXCEEDED), static_cast<int>(r.issued))
-        << r.first_error;
+    EXPECT_EQ(r.count(StatusCode::DEADLINE_EXCEEDED), static_cast<int>(r.issued)) << r.first_error;
   }
   ExpectSocketsBackTo(sockets);
 }
@@ -175,7 +174,9 @@ TEST(Faults, ConnectionsResetByThePeerEndCallsUnavailableNamingIt) {
 TEST(Faults, InvalidateStormsAndResolverFlappingUnderLoadLoseNoCall) {
   auto a = Server();
   auto b = Server();
-  auto addr = [](const testing::ServerProcess& s) { return *transport::Address::Parse(s.address()); };
+  auto addr = [](const testing::ServerProcess& s) {
+    return *transport::Address::Parse(s.address());
+  };
   const int sockets = OpenSockets();
   {
     auto resolver = std::make_shared<ManualResolver>();
@@ -221,9 +222,9 @@ TEST(Faults, AStoppedServerIsDeclaredDeadByKeepalive) {
     std::this_thread::sleep_for(milliseconds(700));
     Load::Report mid = load.Summary();
     EXPECT_GT(mid.count(StatusCode::UNAVAILABLE), 0)
-        << "no keepalive failure " << std::chrono::duration_cast<milliseconds>(
-                                          std::chrono::steady_clock::now() - stopped)
-                                          .count()
+        << "no keepalive failure "
+        << std::chrono::duration_cast<milliseconds>(std::chrono::steady_clock::now() - stopped)
+               .count()
         << " ms after the stop; first error: " << mid.first_error;
     server->Signal(SIGCONT);
     ExpectInvariants(load, *channel);

@@ -129,19 +129,21 @@ class Load {
     }
     call->deadline = std::chrono::system_clock::now() + deadline_;
     call->ctx.set_deadline(call->deadline);
-    channel_->UnaryCallAsync(kLoadUnary, &call->ctx, request_, &call->reply, [this, call](Status s) {
-      call->ends.fetch_add(1);
-      call->ended_at_ms.store(SteadyMs());
-      double over =
-          std::chrono::duration<double, std::milli>(std::chrono::system_clock::now() - call->deadline).count();
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        ++report_.codes[s.error_code()];
-        if (over > report_.worst_overrun_ms) report_.worst_overrun_ms = over;
-        if (!s.ok() && report_.first_error.empty()) report_.first_error = s.ToString();
-      }
-      Issue();
-    });
+    channel_->UnaryCallAsync(
+        kLoadUnary, &call->ctx, request_, &call->reply, [this, call](Status s) {
+          call->ends.fetch_add(1);
+          call->ended_at_ms.store(SteadyMs());
+          double over = std::chrono::duration<double, std::milli>(std::chrono::system_clock::now() -
+                                                                  call->deadline)
+                            .count();
+          {
+            std::lock_guard<std::mutex> lock(mu_);
+            ++report_.codes[s.error_code()];
+            if (over > report_.worst_overrun_ms) report_.worst_overrun_ms = over;
+            if (!s.ok() && report_.first_error.empty()) report_.first_error = s.ToString();
+          }
+          Issue();
+        });
   }
 
   Channel* channel_;

@@ -46,8 +46,8 @@ using std::chrono::seconds;
 using Stub = ringrpc::test::ringrpc::TestService::Stub;
 
 struct Counters {
-  std::atomic<uint64_t> streams{0}, stream_failures{0}, bidi_rounds{0}, bidi_failures{0},
-      hedged{0}, hedged_failures{0}, churned{0}, churn_failures{0};
+  std::atomic<uint64_t> streams{0}, stream_failures{0}, bidi_rounds{0}, bidi_failures{0}, hedged{0},
+      hedged_failures{0}, churned{0}, churn_failures{0};
   // How the short-lived channels' calls failed: code and message, counted.
   std::mutex mu;
   std::map<std::string, uint64_t> churn_errors;
@@ -138,8 +138,7 @@ void StreamLoop(Stub* stub, std::atomic<bool>* stop, Counters* c) {
 }
 
 // Bidi ping-pong on a CQ thread: 50 rounds per stream.
-Task<void> BidiLoop(Stub* stub, std::atomic<bool>* stop, Counters* c,
-                          std::atomic<int>* running) {
+Task<void> BidiLoop(Stub* stub, std::atomic<bool>* stop, Counters* c, std::atomic<int>* running) {
   while (!stop->load()) {
     ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + seconds(2));
@@ -190,8 +189,8 @@ int main(int argc, char** argv) {
   // dropped (what the first call initialises once per process: the CQ
   // threads, the generated code's descriptors).
   {
-    auto first = ringrpc::test::ringrpc::TestService::NewStub(CreateChannel(
-        absl::StrCat("127.0.0.1:", ports[0]), InsecureChannelCredentials()));
+    auto first = ringrpc::test::ringrpc::TestService::NewStub(
+        CreateChannel(absl::StrCat("127.0.0.1:", ports[0]), InsecureChannelCredentials()));
     ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + seconds(5));
     test::EchoRequest req;
@@ -214,9 +213,9 @@ int main(int argc, char** argv) {
   args.SetInt("grpc.keepalive_timeout_ms", 500);
   args.SetInt("grpc.initial_reconnect_backoff_ms", 100);
   args.SetInt("grpc.max_reconnect_backoff_ms", 500);
-  auto channel = CreateCustomChannel(
-      absl::StrCat("ipv4:127.0.0.1:", ports[0], ",127.0.0.1:", ports[1]),
-      InsecureChannelCredentials(), args);
+  auto channel =
+      CreateCustomChannel(absl::StrCat("ipv4:127.0.0.1:", ports[0], ",127.0.0.1:", ports[1]),
+                          InsecureChannelCredentials(), args);
   auto stub = ringrpc::test::ringrpc::TestService::NewStub(channel);
   ChannelArguments hedge_args = args;
   hedge_args.SetString("grpc.service_config",
@@ -224,9 +223,9 @@ int main(int argc, char** argv) {
                        R"("methodConfig":[{"name":[{"service":"ringrpc.test.TestService"}],)"
                        R"("hedgingPolicy":{"maxAttempts":2,"hedgingDelay":"0.005s",)"
                        R"("nonFatalStatusCodes":["UNAVAILABLE"]}}]})");
-  auto hedged_channel = CreateCustomChannel(
-      absl::StrCat("ipv4:127.0.0.1:", ports[0], ",127.0.0.1:", ports[1]),
-      InsecureChannelCredentials(), hedge_args);
+  auto hedged_channel =
+      CreateCustomChannel(absl::StrCat("ipv4:127.0.0.1:", ports[0], ",127.0.0.1:", ports[1]),
+                          InsecureChannelCredentials(), hedge_args);
   auto hedged_stub = ringrpc::test::ringrpc::TestService::NewStub(hedged_channel);
 
   std::atomic<bool> stop{false};
@@ -296,21 +295,21 @@ int main(int argc, char** argv) {
       // included), then the trim.
       const long rss = testing::RssKiB(), heap = HeapInUseKiB();
       const long trimmed = TrimmedRssKiB();
-      std::printf("t=%4llds unary=%zu ok=%d unavailable=%d deadline=%d streams=%llu/%llu "
-                  "bidi=%llu/%llu hedged=%llu/%llu churned=%llu/%llu faults=%llu rss=%ldKiB "
-                  "heap=%ldKiB trimmed_rss=%ldKiB sockets=%d fds=%d\n",
-                  (long long)std::chrono::duration_cast<seconds>(now - start).count(), r.issued,
-                  r.count(StatusCode::OK), r.count(StatusCode::UNAVAILABLE),
-                  r.count(StatusCode::DEADLINE_EXCEEDED),
-                  (unsigned long long)counters.streams.load(),
-                  (unsigned long long)counters.stream_failures.load(),
-                  (unsigned long long)counters.bidi_rounds.load(),
-                  (unsigned long long)counters.bidi_failures.load(),
-                  (unsigned long long)counters.hedged.load(),
-                  (unsigned long long)counters.hedged_failures.load(),
-                  (unsigned long long)counters.churned.load(),
-                  (unsigned long long)counters.churn_failures.load(), (unsigned long long)faults,
-                  rss, heap, trimmed, testing::OpenSockets(), testing::OpenFds());
+      std::printf(
+          "t=%4llds unary=%zu ok=%d unavailable=%d deadline=%d streams=%llu/%llu "
+          "bidi=%llu/%llu hedged=%llu/%llu churned=%llu/%llu faults=%llu rss=%ldKiB "
+          "heap=%ldKiB trimmed_rss=%ldKiB sockets=%d fds=%d\n",
+          (long long)std::chrono::duration_cast<seconds>(now - start).count(), r.issued,
+          r.count(StatusCode::OK), r.count(StatusCode::UNAVAILABLE),
+          r.count(StatusCode::DEADLINE_EXCEEDED), (unsigned long long)counters.streams.load(),
+          (unsigned long long)counters.stream_failures.load(),
+          (unsigned long long)counters.bidi_rounds.load(),
+          (unsigned long long)counters.bidi_failures.load(),
+          (unsigned long long)counters.hedged.load(),
+          (unsigned long long)counters.hedged_failures.load(),
+          (unsigned long long)counters.churned.load(),
+          (unsigned long long)counters.churn_failures.load(), (unsigned long long)faults, rss, heap,
+          trimmed, testing::OpenSockets(), testing::OpenFds());
       std::fflush(stdout);
       next_report = now + seconds(report_s);
     }
@@ -360,15 +359,15 @@ int main(int argc, char** argv) {
     }
   }
   std::printf("heap in use after warm-up %ld KiB, at the end %ld KiB\n", heap_warm, heap_end);
-  std::printf("heap in use drained (no load, no channel) %ld KiB, before the load %ld KiB "
-              "(%+ld KiB over %llu channels, %.2f bytes each; allowed %+ld KiB)\n",
-              heap_drained, heap_before, heap_drained - heap_before,
-              (unsigned long long)channels_made,
-              1024.0 * double(heap_drained - heap_before) / double(channels_made),
-              kDrainedSlackKiB);
-  std::printf("RSS after warm-up %ld KiB, at the end %ld KiB (%+.1f%%, the allocator's peak "
-              "included)\n",
-              rss_warm, rss_end, growth);
+  std::printf(
+      "heap in use drained (no load, no channel) %ld KiB, before the load %ld KiB "
+      "(%+ld KiB over %llu channels, %.2f bytes each; allowed %+ld KiB)\n",
+      heap_drained, heap_before, heap_drained - heap_before, (unsigned long long)channels_made,
+      1024.0 * double(heap_drained - heap_before) / double(channels_made), kDrainedSlackKiB);
+  std::printf(
+      "RSS after warm-up %ld KiB, at the end %ld KiB (%+.1f%%, the allocator's peak "
+      "included)\n",
+      rss_warm, rss_end, growth);
   std::printf("RSS after malloc_trim: after warm-up %ld KiB, at the end %ld KiB (%+.1f%%)\n",
               trimmed_warm, trimmed_end, trimmed_growth);
   std::printf("sockets %d -> %d; descriptors %d -> %d\n", sockets_warm, sockets_end, fds_warm,

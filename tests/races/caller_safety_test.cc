@@ -267,8 +267,8 @@ TEST(CallerSafety, DeadlinesInThePastEndDeadlineExceededAtOnceAndMaxMeansNone) {
   auto stub = TestService::NewStub(channel);
   EchoRequest req;
   req.set_payload("t");
-  for (SysClock::time_point d : {SysClock::time_point::min(), SysClock::time_point(),
-                                 SysClock::now() - seconds(1)}) {
+  for (SysClock::time_point d :
+       {SysClock::time_point::min(), SysClock::time_point(), SysClock::now() - seconds(1)}) {
     ClientContext ctx;
     ctx.set_deadline(d);
     EchoResponse resp;
@@ -375,19 +375,22 @@ TEST(CallerSafety, BlockingCallFromOneChannelsCqThreadToAnotherChannelWorks) {
     Status got;
     EchoResponse resp;
     auto start = std::chrono::steady_clock::now();
-    ASSERT_TRUE(InCallback(stub_a.get(), [&] {
-      ClientContext ctx;
-      ctx.set_deadline(SysClock::now() + seconds(5));
-      EchoRequest req;
-      req.set_payload("across");
-      got = stub_b->Unary(&ctx, req, &resp);
-    })) << c.a_threads << "/" << c.b_threads << ": hung";
+    ASSERT_TRUE(InCallback(stub_a.get(),
+                           [&] {
+                             ClientContext ctx;
+                             ctx.set_deadline(SysClock::now() + seconds(5));
+                             EchoRequest req;
+                             req.set_payload("across");
+                             got = stub_b->Unary(&ctx, req, &resp);
+                           }))
+        << c.a_threads << "/" << c.b_threads << ": hung";
     EXPECT_LT(std::chrono::steady_clock::now() - start, seconds(5));
     if (c.a_threads == 0 && c.b_threads == 0) continue;
     EXPECT_TRUE(got.ok()) << c.a_threads << "/" << c.b_threads << ": " << got.ToString();
     EXPECT_EQ(resp.payload(), "across");
     // Nothing stuck behind it: 8 calls on a brand-new channel.
-    auto fresh = TestService::NewStub(CreateChannel(server->address(), InsecureChannelCredentials()));
+    auto fresh =
+        TestService::NewStub(CreateChannel(server->address(), InsecureChannelCredentials()));
     for (int i = 0; i < 8; ++i) {
       ClientContext ctx;
       ctx.set_deadline(SysClock::now() + seconds(5));
@@ -603,7 +606,8 @@ TEST(CallerSafety, TryCancelRacingTheDeadlineOfCallsWaitingBehindADial) {
     waiters.push_back(std::move(w));
   }
   for (auto& w : waiters) {
-    for (int i = 0; i < 5000 && w->ends.load() == 0; ++i) std::this_thread::sleep_for(milliseconds(1));
+    for (int i = 0; i < 5000 && w->ends.load() == 0; ++i)
+      std::this_thread::sleep_for(milliseconds(1));
   }
   std::this_thread::sleep_for(milliseconds(20));
   int cancelled = 0, deadline = 0;
@@ -641,8 +645,8 @@ TEST(CallerSafety, AResponseThatIsNotApplicationGrpcFailsNamingTheContentType) {
 TEST(CallerSafety, ConnectionSpecificMetadataIsRefusedBeforeSending) {
   auto server = StartServer();
   auto stub = TestService::NewStub(CreateChannel(server->address(), InsecureChannelCredentials()));
-  for (const char* key : {"connection", "transfer-encoding", "upgrade", "keep-alive",
-                          "proxy-connection"}) {
+  for (const char* key :
+       {"connection", "transfer-encoding", "upgrade", "keep-alive", "proxy-connection"}) {
     ClientContext ctx;
     ctx.AddMetadata(key, "x");
     EchoRequest req;
@@ -780,8 +784,8 @@ TEST(CallerSafety, AChannelPerCallToOneTargetNeverWaitsOutItsDeadline) {
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
       for (int i = 0; i < kPerThread; ++i) {
-        auto channel =
-            CreateCustomChannel(server->address(), InsecureChannelCredentials(), ChannelArguments());
+        auto channel = CreateCustomChannel(server->address(), InsecureChannelCredentials(),
+                                           ChannelArguments());
         auto stub = TestService::NewStub(channel);
         ClientContext ctx;
         ctx.set_deadline(SysClock::now() + seconds(3));

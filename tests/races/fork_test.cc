@@ -75,14 +75,15 @@ TEST(Fork, TheChildCallsOnOldAndNewChannelsAndTheParentCarriesOn) {
   };
   std::vector<std::shared_ptr<Channel>> channels = {
       CreateChannel((*server)->address(), InsecureChannelCredentials()),
-      CreateChannel(absl::StrCat("dns://", (*dns)->address(), "/svc.ringrpc.test:", (*server)->port()),
-                    InsecureChannelCredentials()),
+      CreateChannel(
+          absl::StrCat("dns://", (*dns)->address(), "/svc.ringrpc.test:", (*server)->port()),
+          InsecureChannelCredentials()),
       CreateCustomChannel((*server)->address(), InsecureChannelCredentials(), own),
-      CreateCustomChannel((*server)->address(),
-                          CompositeChannelCredentials(InsecureChannelCredentials(),
-                                                      MetadataCredentialsFromPlugin(
-                                                          std::make_unique<Token>())),
-                          insecure_creds)};
+      CreateCustomChannel(
+          (*server)->address(),
+          CompositeChannelCredentials(InsecureChannelCredentials(),
+                                      MetadataCredentialsFromPlugin(std::make_unique<Token>())),
+          insecure_creds)};
   std::vector<std::unique_ptr<TestService::Stub>> stubs;
   for (auto& c : channels) {
     stubs.push_back(TestService::NewStub(c));
@@ -114,7 +115,8 @@ TEST(Fork, TheChildCallsOnOldAndNewChannelsAndTheParentCarriesOn) {
       }
     }
     {
-      auto fresh = TestService::NewStub(CreateChannel((*server)->address(), InsecureChannelCredentials()));
+      auto fresh =
+          TestService::NewStub(CreateChannel((*server)->address(), InsecureChannelCredentials()));
       for (int k = 0; k < 5; ++k) {
         if (!Echoes(*fresh, absl::StrCat("child new ", k))) failed |= 1 << 4;
       }

@@ -22,9 +22,9 @@
 // backends. The counts per feature are printed.
 //
 // After every round: each started call ended exactly once, with a status
-// from the allowed set (statuses the suite provoked included), and an OK call carries its own response (never
-// another call's). At the end, once the last channel is gone: no fd or
-// thread left over, RSS back near its baseline (unsanitized builds).
+// from the allowed set (statuses the suite provoked included), and an OK call carries its own
+// response (never another call's). At the end, once the last channel is gone: no fd or thread left
+// over, RSS back near its baseline (unsanitized builds).
 //
 // RINGRPC_RACE_SECONDS (default 20) bounds the run; RINGRPC_RACE_SEED
 // replays a seed (every failure prints the one to use); RINGRPC_RACE_SETUP=1
@@ -80,12 +80,21 @@ uint64_t EnvU64(const char* name, uint64_t fallback) {
   return v != nullptr && *v != '\0' ? std::strtoull(v, nullptr, 10) : fallback;
 }
 
-enum class Form { kBlockingUnary, kAsyncUnary, kCoroutineUnary, kBlockingServerStream,
-                  kReadReactor, kWriteReactor, kBidiReactor, kBlockingBidi, kCount };
+enum class Form {
+  kBlockingUnary,
+  kAsyncUnary,
+  kCoroutineUnary,
+  kBlockingServerStream,
+  kReadReactor,
+  kWriteReactor,
+  kBidiReactor,
+  kBlockingBidi,
+  kCount
+};
 const char* FormName(Form f) {
-  static const char* names[] = {"blocking unary", "async unary",  "coroutine unary",
+  static const char* names[] = {"blocking unary",         "async unary",  "coroutine unary",
                                 "blocking server stream", "read reactor", "write reactor",
-                                "bidi reactor", "blocking bidi"};
+                                "bidi reactor",           "blocking bidi"};
   return names[static_cast<int>(f)];
 }
 
@@ -117,9 +126,8 @@ struct CallRec {
 using CallPtr = std::shared_ptr<CallRec>;
 
 struct Stats {
-  std::atomic<uint64_t> calls{0}, cancels{0}, destructions{0}, invalidates{0}, updates{0},
-      ok{0}, cancelled{0}, deadline{0}, unavailable{0}, churned{0}, health_flips{0},
-      xds_updates{0};
+  std::atomic<uint64_t> calls{0}, cancels{0}, destructions{0}, invalidates{0}, updates{0}, ok{0},
+      cancelled{0}, deadline{0}, unavailable{0}, churned{0}, health_flips{0}, xds_updates{0};
   // Rounds that drew each channel feature, and the statuses the suite
   // provoked on purpose (a server asked to fail, a plugin or an
   // interceptor refusing).
@@ -195,8 +203,8 @@ class ReadOnce final : public ClientReadReactor<EchoResponse> {
   void OnReadDone(bool ok) override {
     if (!ok) return;
     if (m_.count() != seen_ || m_.payload().size() != size_t(c_->req.response_size())) {
-      wrong_ = absl::StrCat("message ", seen_, " was count ", m_.count(), " size ",
-                            m_.payload().size());
+      wrong_ =
+          absl::StrCat("message ", seen_, " was count ", m_.count(), " size ", m_.payload().size());
     }
     ++seen_;
     StartRead(&m_);
@@ -230,8 +238,8 @@ class WriteAll final : public ClientWriteReactor<EchoRequest> {
     std::string wrong;
     const int64_t want = int64_t(c_->payload.size()) * c_->messages;
     if (s.ok() && (c_->resp.count() != c_->messages || c_->resp.total_bytes() != want)) {
-      wrong = absl::StrCat("server saw ", c_->resp.count(), " messages / ",
-                           c_->resp.total_bytes(), " bytes, sent ", c_->messages, " / ", want);
+      wrong = absl::StrCat("server saw ", c_->resp.count(), " messages / ", c_->resp.total_bytes(),
+                           " bytes, sent ", c_->messages, " / ", want);
     }
     c_->End(s, wrong);
     delete this;
@@ -418,7 +426,8 @@ class Round {
                         R"("nonFatalStatusCodes":["UNAVAILABLE"]})";
         Feature(rng, "hedging");
         break;
-      default: break;
+      default:
+        break;
     }
     // Health checking of a service of this round's own: SERVING on both
     // backends to begin with; the chaos thread flips it on backend 1 only,
@@ -428,14 +437,15 @@ class Round {
     if (lb != std::string("pick_first") && rng() % 4 == 0) {
       health_service_ = absl::StrCat("race-", seed_);
       for (size_t i = 0; i < b_.servers.size(); ++i) b_.SetHealth(i, health_service_, true);
-      health_config = absl::StrCat(R"("healthCheckConfig":{"serviceName":")", health_service_,
-                                   R"("},)");
+      health_config =
+          absl::StrCat(R"("healthCheckConfig":{"serviceName":")", health_service_, R"("},)");
       Feature(rng, "health checks");
     }
-    args.SetString("grpc.service_config",
-                   absl::StrCat(R"({"loadBalancingConfig":[{")", lb, R"(":{}}],)", health_config,
-                                R"("methodConfig":[{"name":[{"service":"ringrpc.test.TestService"}])",
-                                method_config, "}]}"));
+    args.SetString(
+        "grpc.service_config",
+        absl::StrCat(R"({"loadBalancingConfig":[{")", lb, R"(":{}}],)", health_config,
+                     R"("methodConfig":[{"name":[{"service":"ringrpc.test.TestService"}])",
+                     method_config, "}]}"));
     Feature(rng, lb);
     if (rng() % 3 == 0) {
       args.SetInt("grpc.default_compression_algorithm", 1 + int(rng() % 2));
@@ -481,10 +491,9 @@ class Round {
         target = b_.silent->address();
       }
       if (xds_) target = "xds:///greeter";
-      channel_ = interceptors.empty()
-                     ? CreateCustomChannel(target, creds, args)
-                     : experimental::CreateCustomChannelWithInterceptors(target, creds, args,
-                                                                         std::move(interceptors));
+      channel_ = interceptors.empty() ? CreateCustomChannel(target, creds, args)
+                                      : experimental::CreateCustomChannelWithInterceptors(
+                                            target, creds, args, std::move(interceptors));
     } else {
       resolver_ = std::make_shared<ManualResolver>();
       resolver_->Push(Addresses(rng));
@@ -559,7 +568,7 @@ class Round {
     const std::optional<SysClock::time_point> deadline = c->ctx.deadline();
     c->setup = absl::StrCat(
         channel_setup_, "; deadline ",
-        !deadline                             ? std::string("none")
+        !deadline                                  ? std::string("none")
         : *deadline == SysClock::time_point::max() ? std::string("max()")
         : *deadline == SysClock::time_point::min()
             ? std::string("min()")
@@ -581,10 +590,18 @@ class Round {
   static void SetDeadline(Rng& rng, ClientContext& ctx, bool silent) {
     const auto now = SysClock::now();
     switch (rng() % 8) {
-      case 0: ctx.set_deadline(SysClock::time_point::min()); break;
-      case 1: ctx.set_deadline(now - milliseconds(rng() % 1000)); break;
-      case 2: ctx.set_deadline(now + milliseconds(rng() % 20)); break;
-      case 3: ctx.set_deadline(now + milliseconds(20 + rng() % 200)); break;
+      case 0:
+        ctx.set_deadline(SysClock::time_point::min());
+        break;
+      case 1:
+        ctx.set_deadline(now - milliseconds(rng() % 1000));
+        break;
+      case 2:
+        ctx.set_deadline(now + milliseconds(rng() % 20));
+        break;
+      case 3:
+        ctx.set_deadline(now + milliseconds(20 + rng() % 200));
+        break;
       case 4:
         if (!silent) {
           ctx.set_deadline(SysClock::time_point::max());
@@ -594,7 +611,9 @@ class Round {
       case 5:
         if (!silent) break;  // no deadline
         [[fallthrough]];
-      default: ctx.set_deadline(now + milliseconds(silent ? 300 : 10000)); break;
+      default:
+        ctx.set_deadline(now + milliseconds(silent ? 300 : 10000));
+        break;
     }
   }
 
@@ -655,9 +674,15 @@ class Round {
           if (rng() % 4 == 0) reader.reset();  // else destroyed at scope end
           break;
         }
-        case Form::kReadReactor: new ReadOnce(stub.get(), c); break;
-        case Form::kWriteReactor: new WriteAll(stub.get(), c); break;
-        case Form::kBidiReactor: new PingPong(stub.get(), c); break;
+        case Form::kReadReactor:
+          new ReadOnce(stub.get(), c);
+          break;
+        case Form::kWriteReactor:
+          new WriteAll(stub.get(), c);
+          break;
+        case Form::kBidiReactor:
+          new PingPong(stub.get(), c);
+          break;
         case Form::kBlockingBidi: {
           auto rw = stub->Bidi(&c->ctx);
           std::string wrong;
@@ -679,7 +704,8 @@ class Round {
           c->End(s, wrong);
           break;
         }
-        case Form::kCount: break;
+        case Form::kCount:
+          break;
       }
       // A reused context: a second blocking unary on the same one.
       if (form == Form::kBlockingUnary && rng() % 10 == 0) {
@@ -758,11 +784,15 @@ class Round {
             ++stats_->health_flips;
           }
           break;
-        case 2: (void)channel->GetState(rng() % 2); break;
+        case 2:
+          (void)channel->GetState(rng() % 2);
+          break;
         case 3:
           (void)channel->WaitForConnected(SysClock::now() + milliseconds(rng() % 20));
           break;
-        default: (void)channel->MetricsText(); break;
+        default:
+          (void)channel->MetricsText();
+          break;
       }
     }
   }
@@ -812,8 +842,9 @@ bool AllowedEnd(const CallRec& c) {
 }
 
 TEST(Races, EveryCallEndsOnceWithItsOwnAnswerAndNothingLeaks) {
-  const uint64_t seed = EnvU64("RINGRPC_RACE_SEED", std::random_device()() ^
-                                                       uint64_t(SysClock::now().time_since_epoch().count()));
+  const uint64_t seed =
+      EnvU64("RINGRPC_RACE_SEED",
+             std::random_device()() ^ uint64_t(SysClock::now().time_since_epoch().count()));
   const uint64_t budget_s = EnvU64("RINGRPC_RACE_SECONDS", 20);
   const std::string replay =
       absl::StrCat("replay: RINGRPC_RACE_SEED=", seed, " RINGRPC_RACE_SECONDS=", budget_s);
@@ -835,9 +866,9 @@ TEST(Races, EveryCallEndsOnceWithItsOwnAnswerAndNothingLeaks) {
       "127.0.0.1:0", "tests/xds/control_plane",
       {"--snapshot=" + snapshot_path, "--log=" + dir + "/control_plane.log"});
   ASSERT_TRUE(control_plane.ok()) << control_plane.status();
-  const std::string bootstrap = absl::StrCat(
-      R"({"xds_servers": [{"server_uri": ")", (*control_plane)->address(),
-      R"(", "channel_creds": [{"type": "insecure"}]}], "node": {"id": "race-test"}})");
+  const std::string bootstrap =
+      absl::StrCat(R"({"xds_servers": [{"server_uri": ")", (*control_plane)->address(),
+                   R"(", "channel_creds": [{"type": "insecure"}]}], "node": {"id": "race-test"}})");
   ASSERT_EQ(::setenv("GRPC_XDS_BOOTSTRAP_CONFIG", bootstrap.c_str(), 1), 0);
   const int fds_before = testing::OpenFds();
   const long threads_before = testing::ThreadCount();
@@ -848,8 +879,8 @@ TEST(Races, EveryCallEndsOnceWithItsOwnAnswerAndNothingLeaks) {
   {
     Backends b;
     for (int i = 0; i < 2; ++i) {
-      auto s = testing::ServerProcess::Start("127.0.0.1:0", "tests/server/test_server",
-                                             {"--health"});
+      auto s =
+          testing::ServerProcess::Start("127.0.0.1:0", "tests/server/test_server", {"--health"});
       ASSERT_TRUE(s.ok()) << s.status();
       b.servers.push_back(std::move(*s));
       // One CQ thread of its own: one connection, made now, whichever
@@ -900,14 +931,14 @@ TEST(Races, EveryCallEndsOnceWithItsOwnAnswerAndNothingLeaks) {
                       : absl::StrCat("; TryCancel then ended it: ", c->status.ToString());
         }
         ASSERT_EQ(ends, 1) << "round seed " << round_seed << ": call " << c->id << " ("
-                           << FormName(c->form) << ") ended " << ends << " times ("
-                           << c->setup << ")" << probe;
+                           << FormName(c->form) << ") ended " << ends << " times (" << c->setup
+                           << ")" << probe;
         ASSERT_TRUE(c->mismatch.empty())
             << "round seed " << round_seed << ": call " << c->id << " (" << FormName(c->form)
             << ") OK with an answer not its own: " << c->mismatch;
-        ASSERT_TRUE(AllowedEnd(*c)) << "round seed " << round_seed << ": call " << c->id << " ("
-                                    << FormName(c->form) << "): " << c->status.ToString()
-                                    << " (" << c->setup << ")";
+        ASSERT_TRUE(AllowedEnd(*c))
+            << "round seed " << round_seed << ": call " << c->id << " (" << FormName(c->form)
+            << "): " << c->status.ToString() << " (" << c->setup << ")";
         if (!c->status.ok()) {
           ASSERT_FALSE(c->status.error_message().empty()) << FormName(c->form);
         }
@@ -919,9 +950,15 @@ TEST(Races, EveryCallEndsOnceWithItsOwnAnswerAndNothingLeaks) {
           continue;
         }
         switch (c->status.error_code()) {
-          case StatusCode::OK: ++stats.ok; break;
-          case StatusCode::CANCELLED: ++stats.cancelled; break;
-          case StatusCode::DEADLINE_EXCEEDED: ++stats.deadline; break;
+          case StatusCode::OK:
+            ++stats.ok;
+            break;
+          case StatusCode::CANCELLED:
+            ++stats.cancelled;
+            break;
+          case StatusCode::DEADLINE_EXCEEDED:
+            ++stats.deadline;
+            break;
           default:
             ++stats.unavailable;
             if (!c->silent_target && live_unavailable_samples.size() < 3) {
@@ -945,7 +982,8 @@ TEST(Races, EveryCallEndsOnceWithItsOwnAnswerAndNothingLeaks) {
       }
       if (stats.features["xds"] > 0) {
         std::ifstream f(dir + "/control_plane.log");
-        const std::string log((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+        const std::string log((std::istreambuf_iterator<char>(f)),
+                              std::istreambuf_iterator<char>());
         EXPECT_NE(log.find("ACK ClusterLoadAssignment"), std::string::npos) << log;
       }
     }
@@ -956,7 +994,8 @@ TEST(Races, EveryCallEndsOnceWithItsOwnAnswerAndNothingLeaks) {
         std::this_thread::sleep_for(milliseconds(10));
       }
       return testing::OpenFds() <= fds_backends;
-    }()) << testing::OpenFds() << " fds open, " << fds_backends << " with only the backends";
+    }()) << testing::OpenFds()
+         << " fds open, " << fds_backends << " with only the backends";
   }
   // Call credentials' worker threads end 30 s after their last job, by
   // themselves: not counted (everything else must be gone).

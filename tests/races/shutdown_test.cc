@@ -66,7 +66,8 @@ Ended RunHelper(const std::string& mode, const std::string& target, seconds limi
   }
   const auto end = std::chrono::steady_clock::now() + limit;
   for (;;) {
-    const auto left = std::chrono::duration_cast<milliseconds>(end - std::chrono::steady_clock::now());
+    const auto left =
+        std::chrono::duration_cast<milliseconds>(end - std::chrono::steady_clock::now());
     if (left.count() <= 0) break;
     pollfd pfd{pipe_fds[0], POLLIN, 0};
     if (::poll(&pfd, 1, static_cast<int>(left.count())) <= 0) break;
@@ -97,9 +98,10 @@ TEST_P(Shutdown, EndsAtOnceWithStatusZeroAndNoReport) {
   Ended e = RunHelper(GetParam(), (*server)->address(), seconds(30));
   const auto took = std::chrono::steady_clock::now() - start;
   ASSERT_TRUE(e.exited) << GetParam() << " still running after 30 s; output:\n" << e.out;
-  EXPECT_TRUE(WIFEXITED(e.status)) << GetParam() << " died of signal "
-                                   << (WIFSIGNALED(e.status) ? WTERMSIG(e.status) : 0)
-                                   << "; output:\n" << e.out;
+  EXPECT_TRUE(WIFEXITED(e.status))
+      << GetParam() << " died of signal " << (WIFSIGNALED(e.status) ? WTERMSIG(e.status) : 0)
+      << "; output:\n"
+      << e.out;
   EXPECT_EQ(WEXITSTATUS(e.status), 0) << GetParam() << "; output:\n" << e.out;
   EXPECT_THAT(e.out, ::testing::HasSubstr("LOADED")) << GetParam();
   // The slow calls sleep 5 s on the server: ending must not wait for them.

@@ -16,9 +16,9 @@
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <random>
-#include <mutex>
 #include <string>
 #include <thread>
 
@@ -106,7 +106,7 @@ std::map<std::string, int> attempts_by_key;
 std::string Md(ServerContext* ctx, const char* key) {
   auto it = ctx->client_metadata().find(key);
   return it == ctx->client_metadata().end() ? std::string()
-                                           : std::string(it->second.data(), it->second.size());
+                                            : std::string(it->second.data(), it->second.size());
 }
 
 std::optional<Status> FailOnPurpose(ServerContext* ctx) {
@@ -155,7 +155,8 @@ void SetHealth(ServerContext* ctx) {
 class Service final : public ringrpc::test::TestService::Service {
   Status Unary(ServerContext* ctx, const EchoRequest* req, EchoResponse* resp) override {
     calls.fetch_add(1);
-    if (!Authorized(ctx)) return Status(grpc::StatusCode::UNAUTHENTICATED, "bad or no bearer token");
+    if (!Authorized(ctx))
+      return Status(grpc::StatusCode::UNAUTHENTICATED, "bad or no bearer token");
     EchoMetadata(ctx);
     SetHealth(ctx);
     if (std::optional<Status> failed = FailOnPurpose(ctx)) return *failed;
@@ -267,7 +268,7 @@ class Service final : public ringrpc::test::TestService::Service {
 int main(int argc, char** argv) {
   std::string listen = "127.0.0.1:0";
   std::string tls_cert, tls_key, tls_client_ca;  // files (PEM)
-  bool no_gzip = false;  // --no_gzip: refuse gzip-compressed requests
+  bool no_gzip = false;                          // --no_gzip: refuse gzip-compressed requests
   bool with_health = false;
   int max_connection_age_ms = 0;  // --max_connection_age_ms=N: GOAWAY every connection at N ms
   std::string health_serving;
@@ -281,7 +282,8 @@ int main(int argc, char** argv) {
       max_connection_age_ms = std::atoi(argv[i] + 24);
     }
     if (std::strncmp(argv[i], "--require_token=", 16) == 0) required_token = argv[i] + 16;
-    if (std::strncmp(argv[i], "--unary_delay_ms=", 17) == 0) unary_delay_ms = std::atoi(argv[i] + 17);
+    if (std::strncmp(argv[i], "--unary_delay_ms=", 17) == 0)
+      unary_delay_ms = std::atoi(argv[i] + 17);
     if (std::strncmp(argv[i], "--listen=", 9) == 0) listen = argv[i] + 9;
     if (std::strncmp(argv[i], "--tls_cert=", 11) == 0) tls_cert = argv[i] + 11;
     if (std::strncmp(argv[i], "--tls_key=", 10) == 0) tls_key = argv[i] + 10;

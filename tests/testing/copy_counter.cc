@@ -27,8 +27,8 @@ using CopyFn = void* (*)(void*, const void*, size_t);
 
 // Used only while dlsym itself runs (it may copy): byte by byte, kept
 // from being turned back into a memmove call.
-__attribute__((optimize("no-tree-loop-distribute-patterns"))) void* SlowMove(
-    void* d, const void* s, size_t n) {
+__attribute__((optimize("no-tree-loop-distribute-patterns"))) void* SlowMove(void* d, const void* s,
+                                                                             size_t n) {
   auto* dst = static_cast<volatile unsigned char*>(d);
   auto* src = static_cast<const volatile unsigned char*>(s);
   if (dst < src) {

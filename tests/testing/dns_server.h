@@ -93,8 +93,7 @@ class DnsServer {
  public:
   // `txt`: name -> the record's strings (each at most 255 bytes).
   static absl::StatusOr<std::unique_ptr<DnsServer>> Start(
-      HostRecords hosts,
-      std::vector<std::pair<std::string, std::vector<std::string>>> txt = {}) {
+      HostRecords hosts, std::vector<std::pair<std::string, std::vector<std::string>>> txt = {}) {
     if (::access(kDnsmasq, X_OK) != 0) {
       return absl::FailedPreconditionError(
           "dnsmasq is not installed (tools/install-deps.sh installs dnsmasq-base)");
@@ -122,10 +121,19 @@ class DnsServer {
     for (int tries = 0; tries < 5; ++tries) {
       int port = UnusedLoopbackPort(SOCK_DGRAM);
       std::vector<std::string> args = {
-          kDnsmasq, "--no-daemon",
-          absl::StrCat("--port=", port), "--listen-address=127.0.0.1", "--bind-interfaces",
-          "--no-resolv", "--no-hosts", "--addn-hosts=" + s->hosts_path_, "--local=/test/",
-          "--local-ttl=0", "--no-negcache", "--pid-file=", "--log-queries",
+          kDnsmasq,
+          "--no-daemon",
+          absl::StrCat("--port=", port),
+          "--listen-address=127.0.0.1",
+          "--bind-interfaces",
+          "--no-resolv",
+          "--no-hosts",
+          "--addn-hosts=" + s->hosts_path_,
+          "--local=/test/",
+          "--local-ttl=0",
+          "--no-negcache",
+          "--pid-file=",
+          "--log-queries",
           // --no-daemon (debug mode) also keeps our user and group: as
           // root dnsmasq would take "nobody" and "dip", which a sandbox's
           // user namespace does not allow.

@@ -44,8 +44,8 @@ inline Status EchoFailingFirst(Channel& ch, ClientContext* ctx, const FailFirst&
   req.set_payload("p");
   req.set_sleep_ms(sleep_ms);
   test::EchoResponse resp;
-  Status s = test::ringrpc::TestService::NewStub(std::shared_ptr<Channel>(&ch, [](Channel*) {}))
-                 ->Unary(ctx, req, &resp);
+  Status s = test::ringrpc::TestService::NewStub(std::shared_ptr<Channel>(&ch, [](Channel*) {
+             }))->Unary(ctx, req, &resp);
   if (s.ok()) {
     EXPECT_EQ(resp.payload(), "p");
   }

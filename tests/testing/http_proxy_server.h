@@ -12,10 +12,10 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <thread>
-#include <fstream>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -30,7 +30,7 @@ inline constexpr const char* kTinyproxy = "/usr/bin/tinyproxy";
 class HttpProxyServer {
  public:
   struct Options {
-    std::string user, password;     // set: Proxy-Authorization required
+    std::string user, password;      // set: Proxy-Authorization required
     std::vector<int> connect_ports;  // empty: CONNECT to any port
   };
 

@@ -79,7 +79,8 @@ inline int OpenSockets() {
   while (dirent* e = readdir(d)) {
     char link[64] = {0};
     std::string path = std::string("/proc/self/fd/") + e->d_name;
-    if (readlink(path.c_str(), link, sizeof link - 1) > 0 && std::strncmp(link, "socket:", 7) == 0) {
+    if (readlink(path.c_str(), link, sizeof link - 1) > 0 &&
+        std::strncmp(link, "socket:", 7) == 0) {
       ++n;
     }
   }

@@ -30,8 +30,8 @@ class ServerProcess {
   // server's path relative to the test's working directory (runfiles).
   // `extra`: more arguments for the server.
   static absl::StatusOr<std::unique_ptr<ServerProcess>> Start(
-      std::string listen = "127.0.0.1:0",
-      std::string binary = "tests/server/test_server", std::vector<std::string> extra = {}) {
+      std::string listen = "127.0.0.1:0", std::string binary = "tests/server/test_server",
+      std::vector<std::string> extra = {}) {
     int out[2];
     if (::pipe(out) != 0) return absl::InternalError("pipe");
     posix_spawn_file_actions_t fa;
@@ -43,7 +43,7 @@ class ServerProcess {
     for (std::string& e : extra) argv.push_back(e.data());
     argv.push_back(nullptr);
     // The server is a test fixture, not code under test: under TSAN its
-    // grpc++ and Abseil (not built for TSAN, ../shared/BUILDING.md) report
+    // grpc++ and Abseil (not built for TSAN, decision 0006) report
     // races that are not ringrpc's, so the child reports nothing.
     std::vector<std::string> env_strings;
     for (char** e = environ; *e != nullptr; ++e) {

@@ -11,12 +11,12 @@
 
 #include <atomic>
 #include <chrono>
+#include <fstream>
 #include <future>
 #include <mutex>
 #include <random>
-#include <thread>
-#include <fstream>
 #include <string>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "client/call_credentials.h"
@@ -29,8 +29,8 @@
 namespace ringrpc {
 namespace {
 
-using ::testing::HasSubstr;
 using std::chrono::milliseconds;
+using ::testing::HasSubstr;
 
 constexpr char kUnary[] = "/ringrpc.test.TestService/Unary";
 
@@ -81,8 +81,7 @@ KeyAndCert MakeCert(const std::string& cn, const std::string& san, const KeyAndC
     if (!san.empty()) add(NID_subject_alt_name, san.c_str());
   }
   X509_sign(kc.cert, issuer ? issuer->key : kc.key, EVP_sha256());
-  kc.cert_pem = Pem([](BIO* b, void* c) { PEM_write_bio_X509(b, static_cast<X509*>(c)); },
-                    kc.cert);
+  kc.cert_pem = Pem([](BIO* b, void* c) { PEM_write_bio_X509(b, static_cast<X509*>(c)); }, kc.cert);
   kc.key_pem = Pem(
       [](BIO* b, void* k) {
         PEM_write_bio_PrivateKey(b, static_cast<EVP_PKEY*>(k), nullptr, nullptr, 0, nullptr,
@@ -112,7 +111,8 @@ class TlsTest : public ::testing::Test {
                                                     std::vector<std::string> extra = {}) {
     extra.push_back("--tls_cert=" + WriteFile("server.pem", server_->cert_pem));
     extra.push_back("--tls_key=" + WriteFile("server.key", server_->key_pem));
-    if (require_client_cert) extra.push_back("--tls_client_ca=" + WriteFile("ca.pem", ca_->cert_pem));
+    if (require_client_cert)
+      extra.push_back("--tls_client_ca=" + WriteFile("ca.pem", ca_->cert_pem));
     auto s = testing::ServerProcess::Start("127.0.0.1:0", "tests/server/test_server", extra);
     EXPECT_TRUE(s.ok()) << s.status();
     return s.ok() ? std::move(*s) : nullptr;
@@ -237,13 +237,15 @@ TEST_F(TlsTest, IdleTlsConnectionsMoveBetweenCqThreadsWithoutANewHandshake) {
   };
   auto run_on = [&](size_t thread, Calls* out) {
     for (int i = 0; i < 4; ++i) ASSERT_TRUE(ch->SpawnOn(thread, call(ch.get(), out)).ok());
-    for (int i = 0; i < 1000 && out->done.load() < 4; ++i) std::this_thread::sleep_for(milliseconds(10));
+    for (int i = 0; i < 1000 && out->done.load() < 4; ++i)
+      std::this_thread::sleep_for(milliseconds(10));
     EXPECT_EQ(out->ok.load(), 4);
   };
   Calls first, second;
   run_on(0, &first);
   EXPECT_EQ(ch->Metrics().created, 4u);
-  for (int i = 0; i < 500 && ch->Metrics().parked < 4; ++i) std::this_thread::sleep_for(milliseconds(10));
+  for (int i = 0; i < 500 && ch->Metrics().parked < 4; ++i)
+    std::this_thread::sleep_for(milliseconds(10));
   ASSERT_EQ(ch->Metrics().parked, 4u) << ch->MetricsText();
   run_on(1, &second);
   pool::PoolMetrics m = ch->Metrics();
@@ -253,7 +255,8 @@ TEST_F(TlsTest, IdleTlsConnectionsMoveBetweenCqThreadsWithoutANewHandshake) {
 
 TEST_F(TlsTest, AWrongRootFailsVerificationClearly) {
   auto server = TlsServer();
-  auto ch = CreateChannel(server->address(), SslCredentials({.pem_root_certs = other_ca_->cert_pem}));
+  auto ch =
+      CreateChannel(server->address(), SslCredentials({.pem_root_certs = other_ca_->cert_pem}));
   Status s = Echo(*ch, "x");
   EXPECT_EQ(s.error_code(), StatusCode::UNAVAILABLE);
   EXPECT_THAT(s.error_message(), HasSubstr("certificate failed verification"));
@@ -263,8 +266,8 @@ TEST_F(TlsTest, AWrongHostNameFailsVerification) {
   auto server = TlsServer();
   ChannelArguments args;
   args.SetString("grpc.ssl_target_name_override", "not-this-server.example");
-  auto ch = CreateCustomChannel(server->address(), SslCredentials({.pem_root_certs = ca_->cert_pem}),
-                                args);
+  auto ch = CreateCustomChannel(server->address(),
+                                SslCredentials({.pem_root_certs = ca_->cert_pem}), args);
   Status s = Echo(*ch, "x");
   EXPECT_EQ(s.error_code(), StatusCode::UNAVAILABLE);
   EXPECT_THAT(s.error_message(), HasSubstr("certificate failed verification"));
@@ -289,11 +292,13 @@ TEST_F(TlsTest, TlsAgainstPlaintextAndPlaintextAgainstTlsFailFast) {
 
 TEST_F(TlsTest, MutualTlsNeedsTheClientCertificate) {
   auto server = TlsServer(/*require_client_cert=*/true);
-  auto without = CreateChannel(server->address(), SslCredentials({.pem_root_certs = ca_->cert_pem}));
+  auto without =
+      CreateChannel(server->address(), SslCredentials({.pem_root_certs = ca_->cert_pem}));
   EXPECT_EQ(Echo(*without, "x").error_code(), StatusCode::UNAVAILABLE);
-  auto with = CreateChannel(server->address(), SslCredentials({.pem_root_certs = ca_->cert_pem,
-                                                               .pem_private_key = client_->key_pem,
-                                                               .pem_cert_chain = client_->cert_pem}));
+  auto with =
+      CreateChannel(server->address(), SslCredentials({.pem_root_certs = ca_->cert_pem,
+                                                       .pem_private_key = client_->key_pem,
+                                                       .pem_cert_chain = client_->cert_pem}));
   Status s = Echo(*with, "mutual");
   EXPECT_TRUE(s.ok()) << s.ToString();
 }
@@ -304,12 +309,12 @@ TEST_F(TlsTest, BadPemIsInvalidArgumentNamingTheField) {
   EXPECT_EQ(s.error_code(), StatusCode::INVALID_ARGUMENT);
   EXPECT_THAT(s.error_message(), HasSubstr("pem_root_certs"));
   auto half = CreateChannel("127.0.0.1:1", SslCredentials({.pem_root_certs = ca_->cert_pem,
-                                                            .pem_private_key = client_->key_pem}));
+                                                           .pem_private_key = client_->key_pem}));
   EXPECT_THAT(half->configuration_status().error_message(), HasSubstr("go together"));
-  auto mismatch = CreateChannel(
-      "127.0.0.1:1", SslCredentials({.pem_root_certs = ca_->cert_pem,
-                                     .pem_private_key = server_->key_pem,
-                                     .pem_cert_chain = client_->cert_pem}));
+  auto mismatch =
+      CreateChannel("127.0.0.1:1", SslCredentials({.pem_root_certs = ca_->cert_pem,
+                                                   .pem_private_key = server_->key_pem,
+                                                   .pem_cert_chain = client_->cert_pem}));
   EXPECT_THAT(mismatch->configuration_status().error_message(), HasSubstr("does not match"));
   EXPECT_EQ(Echo(*garbage, "x").error_code(), StatusCode::INVALID_ARGUMENT);
 }
@@ -373,15 +378,15 @@ TEST_F(TlsTest, APluginSeesTheServiceUrlAndMethodAndRunsOffTheCqThreads) {
   auto seen = std::make_shared<TokenPlugin::Seen>();
   auto ch = CreateChannel(
       absl::StrCat("localhost:", server->port()),
-      CompositeChannelCredentials(SslCredentials({.pem_root_certs = ca_->cert_pem}),
-                                  MetadataCredentialsFromPlugin(
-                                      std::make_unique<TokenPlugin>("plugged", seen))));
+      CompositeChannelCredentials(
+          SslCredentials({.pem_root_certs = ca_->cert_pem}),
+          MetadataCredentialsFromPlugin(std::make_unique<TokenPlugin>("plugged", seen))));
   Status s = Echo(*ch, "plugin");
   ASSERT_TRUE(s.ok()) << s.ToString();
   std::lock_guard<std::mutex> lock(seen->mu);
   ASSERT_EQ(seen->urls.size(), 1u);
-  EXPECT_EQ(seen->urls[0], absl::StrCat("https://localhost:", server->port(),
-                                        "/ringrpc.test.TestService"));
+  EXPECT_EQ(seen->urls[0],
+            absl::StrCat("https://localhost:", server->port(), "/ringrpc.test.TestService"));
   EXPECT_EQ(seen->methods[0], "Unary");
   EXPECT_TRUE(seen->authenticated);
   EXPECT_NE(seen->threads[0], std::this_thread::get_id());

@@ -203,8 +203,8 @@ class Server final : public envoy::service::discovery::v3::AggregatedDiscoverySe
       std::set<std::string> names(req.resource_names().begin(), req.resource_names().end());
       std::lock_guard<std::mutex> l(mu_);
       Sub& sub = subs[req.type_url()];
-      const bool wildcard = IsWildcardType(req.type_url()) &&
-                            (names.empty() || names.count("*") != 0);
+      const bool wildcard =
+          IsWildcardType(req.type_url()) && (names.empty() || names.count("*") != 0);
       if (names.count("*") != 0) names.erase("*");
       if (!sub.subscribed || names != sub.names || wildcard != sub.wildcard) {
         log_.Line("REQUEST ", type, " names=", wildcard ? "*" : absl::StrJoin(names, ","));

@@ -26,10 +26,12 @@ namespace {
 // life, driven by commands on its stdin.
 class NodeClient {
  public:
-  static std::unique_ptr<NodeClient> Start(const std::string& bootstrap, const std::string& target) {
+  static std::unique_ptr<NodeClient> Start(const std::string& bootstrap,
+                                           const std::string& target) {
     const char* modules = std::getenv("RINGRPC_XDS_REFERENCE_NODE_MODULES");
     if (modules == nullptr) {
-      ADD_FAILURE() << "RINGRPC_XDS_REFERENCE_NODE_MODULES is not set: run tests/xds/reference/run.sh";
+      ADD_FAILURE()
+          << "RINGRPC_XDS_REFERENCE_NODE_MODULES is not set: run tests/xds/reference/run.sh";
       return nullptr;
     }
     int in[2], out[2];
@@ -46,7 +48,8 @@ class NodeClient {
     for (std::string& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
     std::vector<std::string> env = {std::string("NODE_PATH=") + modules,
-                                    "GRPC_XDS_BOOTSTRAP_CONFIG=" + bootstrap, "PATH=/usr/local/bin:/usr/bin:/bin"};
+                                    "GRPC_XDS_BOOTSTRAP_CONFIG=" + bootstrap,
+                                    "PATH=/usr/local/bin:/usr/bin:/bin"};
     std::vector<char*> envp;
     for (std::string& e : env) envp.push_back(e.data());
     envp.push_back(nullptr);
@@ -112,7 +115,8 @@ TEST_F(ReferenceClientTest, TheEdsEndpointsShareTheCalls) {
   do {
     r = client->Run("unary 20");
     ASSERT_FALSE(r.is_null());
-  } while ((On(r, backends_[0]) == 0 || On(r, backends_[1]) == 0) && std::chrono::steady_clock::now() < end);
+  } while ((On(r, backends_[0]) == 0 || On(r, backends_[1]) == 0) &&
+           std::chrono::steady_clock::now() < end);
   r = client->Run("unary 200");
   EXPECT_EQ(r["ok"], 200) << r.dump();
   EXPECT_GT(On(r, backends_[0]), 80) << r.dump();
@@ -126,8 +130,8 @@ TEST_F(ReferenceClientTest, WeightedClustersSplitTheCalls70To30) {
   ASSERT_NE(client, nullptr);
   nlohmann::json r = client->Run("unary 10000");
   ASSERT_FALSE(r.is_null());
-  std::printf("grpc-js-xds, weighted clusters 70/30: %d to a, %d to b, %d failed\n", On(r, backends_[0]),
-              On(r, backends_[1]), r["failed"].get<int>());
+  std::printf("grpc-js-xds, weighted clusters 70/30: %d to a, %d to b, %d failed\n",
+              On(r, backends_[0]), On(r, backends_[1]), r["failed"].get<int>());
   EXPECT_EQ(r["ok"], 10000) << r.dump();
   EXPECT_NEAR(On(r, backends_[0]), 7000, 500);
   EXPECT_NEAR(On(r, backends_[1]), 3000, 500);
@@ -155,7 +159,8 @@ TEST_F(ReferenceClientTest, AnEdsUpdateMovesTheCallsToTheNewEndpoints) {
   do {
     r = client->Run("unary 100");
     ASSERT_FALSE(r.is_null());
-  } while (On(r, backends_[2]) + On(r, backends_[3]) < 100 && std::chrono::steady_clock::now() < end);
+  } while (On(r, backends_[2]) + On(r, backends_[3]) < 100 &&
+           std::chrono::steady_clock::now() < end);
   r = client->Run("unary 500");
   EXPECT_EQ(r["failed"], 0) << r.dump();
   EXPECT_EQ(On(r, backends_[0]) + On(r, backends_[1]), 0) << r.dump();
@@ -164,8 +169,9 @@ TEST_F(ReferenceClientTest, AnEdsUpdateMovesTheCallsToTheNewEndpoints) {
 }
 
 TEST_F(ReferenceClientTest, APriorityFailsOverToTheNextAndBack) {
-  Snapshot s = OneCluster("2", {{.endpoints = {backends_[0]->address()}, .priority = 0},
-                                {.endpoints = {backends_[1]->address()}, .priority = 1, .zone = "z2"}});
+  Snapshot s =
+      OneCluster("2", {{.endpoints = {backends_[0]->address()}, .priority = 0},
+                       {.endpoints = {backends_[1]->address()}, .priority = 1, .zone = "z2"}});
   Serve(s);
   auto client = Client();
   ASSERT_NE(client, nullptr);
@@ -189,8 +195,9 @@ TEST_F(ReferenceClientTest, APriorityFailsOverToTheNextAndBack) {
 }
 
 TEST_F(ReferenceClientTest, LocalityWeightsSplitACluster3To1) {
-  Snapshot s = OneCluster("2", {{.endpoints = {backends_[0]->address(), backends_[2]->address()}, .weight = 3},
-                                {.endpoints = {backends_[1]->address()}, .weight = 1, .zone = "z2"}});
+  Snapshot s = OneCluster(
+      "2", {{.endpoints = {backends_[0]->address(), backends_[2]->address()}, .weight = 3},
+            {.endpoints = {backends_[1]->address()}, .weight = 1, .zone = "z2"}});
   Serve(s);
   auto client = Client();
   ASSERT_NE(client, nullptr);

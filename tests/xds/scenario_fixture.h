@@ -57,9 +57,10 @@ class XdsScenarioTest : public ::testing::Test {
     ASSERT_TRUE(cp.ok()) << cp.status();
     control_plane_ = std::move(*cp);
     // grpc-js-xds wants node.locality; ringrpc does not.
-    bootstrap_ = absl::StrCat(R"({"xds_servers": [{"server_uri": ")", control_plane_->address(),
-                              R"(", "channel_creds": [{"type": "insecure"}]}], )",
-                              R"("node": {"id": "xds-scenario-test", "locality": {"zone": "z0"}}})");
+    bootstrap_ =
+        absl::StrCat(R"({"xds_servers": [{"server_uri": ")", control_plane_->address(),
+                     R"(", "channel_creds": [{"type": "insecure"}]}], )",
+                     R"("node": {"id": "xds-scenario-test", "locality": {"zone": "z0"}}})");
   }
 
   // The snapshot: Listener "greeter" -> routes -> cluster c1 -> the
@@ -113,7 +114,7 @@ class XdsScenarioTest : public ::testing::Test {
 
 // Two clusters, a on backend 0 and b on backend 1, behind `routes`.
 inline Snapshot TwoClusters(const std::vector<std::unique_ptr<ServerProcess>>& backends,
-                     const std::vector<std::string>& routes) {
+                            const std::vector<std::string>& routes) {
   Snapshot s("2");
   s.Add(ListenerJson("greeter", "greeter-routes"))
       .Add(RouteConfigWithRoutes("greeter-routes", routes))
@@ -128,9 +129,11 @@ inline Snapshot TwoClusters(const std::vector<std::unique_ptr<ServerProcess>>& b
 // of ringrpc.test to a.
 inline Snapshot CanaryAndStatsToB(const std::vector<std::unique_ptr<ServerProcess>>& backends) {
   return TwoClusters(
-      backends, {RouteJson(R"({"prefix": "", "headers": [{"name": "x-canary", "exactMatch": "yes"}]})", {{"b", 1}}),
-                 RouteJson(R"({"path": "/ringrpc.test.TestService/Stats"})", {{"b", 1}}),
-                 RouteJson(R"({"prefix": "/ringrpc.test."})", {{"a", 1}})});
+      backends,
+      {RouteJson(R"({"prefix": "", "headers": [{"name": "x-canary", "exactMatch": "yes"}]})",
+                 {{"b", 1}}),
+       RouteJson(R"({"path": "/ringrpc.test.TestService/Stats"})", {{"b", 1}}),
+       RouteJson(R"({"prefix": "/ringrpc.test."})", {{"a", 1}})});
 }
 
 }  // namespace ringrpc::testing::xds

@@ -34,8 +34,9 @@ inline std::string ListenerJson(const std::string& name, const std::string& rds_
 
 // A Listener the client must NACK: no ApiListener.
 inline std::string InvalidListenerJson(const std::string& name) {
-  return absl::StrCat(R"({"@type": "type.googleapis.com/envoy.config.listener.v3.Listener", "name": ")",
-                      name, R"("})");
+  return absl::StrCat(
+      R"({"@type": "type.googleapis.com/envoy.config.listener.v3.Listener", "name": ")", name,
+      R"("})");
 }
 
 // One route: `match` (a RouteMatch in JSON) to the weighted clusters (a
@@ -45,18 +46,20 @@ inline std::string RouteJson(const std::string& match,
                              const std::vector<std::pair<std::string, int>>& clusters,
                              const std::string& action = "") {
   std::vector<std::string> wc;
-  for (const auto& [c, w] : clusters) wc.push_back(absl::StrCat(R"({"name": ")", c, R"(", "weight": )", w, "}"));
+  for (const auto& [c, w] : clusters)
+    wc.push_back(absl::StrCat(R"({"name": ")", c, R"(", "weight": )", w, "}"));
   return absl::StrCat(R"({"match": )", match, R"(, "route": {"weightedClusters": {"clusters": [)",
                       absl::StrJoin(wc, ", "), "]}", action.empty() ? "" : ", ", action, "}}");
 }
 
 // One virtual host for `domain` (every domain by default), with these
 // routes in order.
-inline std::string RouteConfigWithRoutes(const std::string& name, const std::vector<std::string>& routes,
+inline std::string RouteConfigWithRoutes(const std::string& name,
+                                         const std::vector<std::string>& routes,
                                          const std::string& domain = "*") {
   return absl::StrCat(
-      R"({"@type": "type.googleapis.com/envoy.config.route.v3.RouteConfiguration", "name": ")", name,
-      R"(", "virtualHosts": [{"name": "all", "domains": [")", domain, R"("], "routes": [)",
+      R"({"@type": "type.googleapis.com/envoy.config.route.v3.RouteConfiguration", "name": ")",
+      name, R"(", "virtualHosts": [{"name": "all", "domains": [")", domain, R"("], "routes": [)",
       absl::StrJoin(routes, ", "), "]}]}");
 }
 
@@ -64,13 +67,16 @@ inline std::string RouteConfigWithRoutes(const std::string& name, const std::vec
 inline std::string RouteConfigJson(const std::string& name,
                                    const std::vector<std::pair<std::string, int>>& clusters,
                                    const std::string& prefix = "") {
-  return RouteConfigWithRoutes(name, {RouteJson(absl::StrCat(R"({"prefix": ")", prefix, R"("})"), clusters)});
+  return RouteConfigWithRoutes(
+      name, {RouteJson(absl::StrCat(R"({"prefix": ")", prefix, R"("})"), clusters)});
 }
 
-inline std::string ClusterJson(const std::string& name, const std::string& lb_policy = "ROUND_ROBIN") {
-  return absl::StrCat(R"({"@type": "type.googleapis.com/envoy.config.cluster.v3.Cluster", "name": ")",
-                      name, R"(", "type": "EDS", "edsClusterConfig": {"edsConfig": {"ads": {}}}, "lbPolicy": ")",
-                      lb_policy, R"("})");
+inline std::string ClusterJson(const std::string& name,
+                               const std::string& lb_policy = "ROUND_ROBIN") {
+  return absl::StrCat(
+      R"({"@type": "type.googleapis.com/envoy.config.cluster.v3.Cluster", "name": ")", name,
+      R"(", "type": "EDS", "edsClusterConfig": {"edsConfig": {"ads": {}}}, "lbPolicy": ")",
+      lb_policy, R"("})");
 }
 
 struct Locality {
@@ -80,7 +86,8 @@ struct Locality {
   std::string zone = "z1";
 };
 
-inline std::string EndpointsJson(const std::string& cluster, const std::vector<Locality>& localities) {
+inline std::string EndpointsJson(const std::string& cluster,
+                                 const std::vector<Locality>& localities) {
   std::vector<std::string> ls;
   for (const Locality& l : localities) {
     std::vector<std::string> eps;
@@ -91,8 +98,8 @@ inline std::string EndpointsJson(const std::string& cluster, const std::vector<L
                                  R"(}}}, "healthStatus": "HEALTHY"})"));
     }
     ls.push_back(absl::StrCat(R"({"locality": {"region": "r1", "zone": ")", l.zone,
-                              R"("}, "loadBalancingWeight": )", l.weight, R"(, "priority": )", l.priority,
-                              R"(, "lbEndpoints": [)", absl::StrJoin(eps, ", "), "]}"));
+                              R"("}, "loadBalancingWeight": )", l.weight, R"(, "priority": )",
+                              l.priority, R"(, "lbEndpoints": [)", absl::StrJoin(eps, ", "), "]}"));
   }
   return absl::StrCat(
       R"({"@type": "type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment", "clusterName": ")",

@@ -58,7 +58,6 @@ class XdsChannelTest : public XdsScenarioTest {
     args.SetInt("ringrpc.cq_threads", 2);
     return CreateChannelWithResolver(target.substr(target.rfind('/') + 1), *resolver, args);
   }
-
 };
 
 TEST_F(XdsChannelTest, CreateChannelWithAnXdsTargetCallsTheEdsEndpoints) {
@@ -146,9 +145,10 @@ TEST_F(XdsChannelTest, AnEdsUpdateReplacesEveryEndpointUnderLoadWithNoFailedCall
       }
     }
   }
-  std::printf("EDS swap under load: %zu calls on the old endpoints, %zu on the new, %zu to an old "
-              "one after that caller's first new one, %d failed\n",
-              on_old, on_new, old_after_new, failed.load());
+  std::printf(
+      "EDS swap under load: %zu calls on the old endpoints, %zu on the new, %zu to an old "
+      "one after that caller's first new one, %d failed\n",
+      on_old, on_new, old_after_new, failed.load());
   EXPECT_GT(on_old, 0u);
   EXPECT_GE(on_new, 200u);
   EXPECT_EQ(old_after_new, 0u);
@@ -185,7 +185,8 @@ TEST_F(XdsChannelTest, AMissingListenerFailsCallsUnavailableNamingIt) {
   auto stub = TestService::NewStub(XdsChannel("xds:///no-such-service"));
   Status s = Call(*stub, nullptr);
   EXPECT_EQ(s.error_code(), StatusCode::UNAVAILABLE) << s.error_message();
-  EXPECT_NE(s.error_message().find("Listener \"no-such-service\" does not exist"), std::string::npos)
+  EXPECT_NE(s.error_message().find("Listener \"no-such-service\" does not exist"),
+            std::string::npos)
       << s.error_message();
 }
 
@@ -243,8 +244,9 @@ TEST_F(XdsChannelTest, RoutesMatchTheCallsPathAndHeadersInOrder) {
 }
 
 TEST_F(XdsChannelTest, APriorityFailsOverToTheNextAndBack) {
-  Snapshot s = OneCluster("2", {{.endpoints = {backends_[0]->address()}, .priority = 0},
-                                {.endpoints = {backends_[1]->address()}, .priority = 1, .zone = "z2"}});
+  Snapshot s =
+      OneCluster("2", {{.endpoints = {backends_[0]->address()}, .priority = 0},
+                       {.endpoints = {backends_[1]->address()}, .priority = 1, .zone = "z2"}});
   Serve(s);
   ChannelArguments args;
   args.SetInt("grpc.initial_reconnect_backoff_ms", 200);
@@ -284,9 +286,12 @@ TEST_F(XdsChannelTest, APriorityFailsOverToTheNextAndBack) {
     Status st = Call(*stub, &peer);
     ASSERT_TRUE(st.ok()) << st.error_message();
   }
-  const double took_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  std::printf("priority failover: %d of 200 calls failed at the kill, %d went to priority 1; back on "
-              "priority 0 %.0f ms after it restarted\n", failed, on_secondary, took_ms);
+  const double took_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  std::printf(
+      "priority failover: %d of 200 calls failed at the kill, %d went to priority 1; back on "
+      "priority 0 %.0f ms after it restarted\n",
+      failed, on_secondary, took_ms);
   ASSERT_EQ(peer, primary);
   for (int i = 0; i < 20; ++i) {
     ASSERT_TRUE(Call(*stub, &peer).ok());
@@ -295,8 +300,9 @@ TEST_F(XdsChannelTest, APriorityFailsOverToTheNextAndBack) {
 }
 
 TEST_F(XdsChannelTest, LocalityWeightsSplitACluster3To1) {
-  Snapshot s = OneCluster("2", {{.endpoints = {backends_[0]->address(), backends_[2]->address()}, .weight = 3},
-                                {.endpoints = {backends_[1]->address()}, .weight = 1, .zone = "z2"}});
+  Snapshot s = OneCluster(
+      "2", {{.endpoints = {backends_[0]->address(), backends_[2]->address()}, .weight = 3},
+            {.endpoints = {backends_[1]->address()}, .weight = 1, .zone = "z2"}});
   Serve(s);
   auto stub = TestService::NewStub(XdsChannel("xds:///greeter"));
   constexpr int kCalls = 4000;
@@ -308,9 +314,11 @@ TEST_F(XdsChannelTest, LocalityWeightsSplitACluster3To1) {
   }
   const int z1 = per_backend[backends_[0]->address()] + per_backend[backends_[2]->address()];
   const int z2 = per_backend[backends_[1]->address()];
-  std::printf("locality weights 3:1: %d calls to z1 (%.2f%%: %d and %d on its two endpoints), %d to z2 (%.2f%%)\n",
-              z1, 100.0 * z1 / kCalls, per_backend[backends_[0]->address()],
-              per_backend[backends_[2]->address()], z2, 100.0 * z2 / kCalls);
+  std::printf(
+      "locality weights 3:1: %d calls to z1 (%.2f%%: %d and %d on its two endpoints), %d to z2 "
+      "(%.2f%%)\n",
+      z1, 100.0 * z1 / kCalls, per_backend[backends_[0]->address()],
+      per_backend[backends_[2]->address()], z2, 100.0 * z2 / kCalls);
   EXPECT_EQ(z1 + z2, kCalls);
   EXPECT_NEAR(z1, 3000, 200);  // 5 points of 4000
   EXPECT_NEAR(z2, 1000, 200);
@@ -331,7 +339,8 @@ TEST_F(XdsChannelTest, RoutesWithNoVirtualHostForTheTargetFailCallsEvenAfterAnEd
     return s;
   };
   Serve(elsewhere("2", 0));
-  const std::string why = "xDS: RouteConfiguration \"greeter-routes\" has no virtual host for \"greeter\"";
+  const std::string why =
+      "xDS: RouteConfiguration \"greeter-routes\" has no virtual host for \"greeter\"";
   const auto end = std::chrono::steady_clock::now() + 20s;
   Status st;
   do {
@@ -352,9 +361,10 @@ TEST_F(XdsChannelTest, RoutesWithNoVirtualHostForTheTargetFailCallsEvenAfterAnEd
 
 TEST_F(XdsChannelTest, ARoutesMaxStreamDurationShortensTheCallsDeadline) {
   Serve(TwoClusters(
-      backends_, {RouteJson(R"({"prefix": "", "headers": [{"name": "x-limited", "presentMatch": true}]})",
-                            {{"a", 1}}, R"("maxStreamDuration": {"grpcTimeoutHeaderMax": "0.3s"})"),
-                  RouteJson(R"({"prefix": ""})", {{"b", 1}})}));
+      backends_,
+      {RouteJson(R"({"prefix": "", "headers": [{"name": "x-limited", "presentMatch": true}]})",
+                 {{"a", 1}}, R"("maxStreamDuration": {"grpcTimeoutHeaderMax": "0.3s"})"),
+       RouteJson(R"({"prefix": ""})", {{"b", 1}})}));
   auto stub = TestService::NewStub(XdsChannel("xds:///greeter"));
   // A call that sleeps `sleep_ms` on the server, the caller allowing 20 s.
   auto call = [&](bool limited, int sleep_ms, std::chrono::steady_clock::duration* took) {
@@ -372,7 +382,8 @@ TEST_F(XdsChannelTest, ARoutesMaxStreamDurationShortensTheCallsDeadline) {
   std::chrono::steady_clock::duration took;
   Status st = call(true, 3000, &took);
   EXPECT_EQ(st.error_code(), StatusCode::DEADLINE_EXCEEDED) << st.error_message();
-  EXPECT_LT(took, 2500ms) << "the route's 0.3 s ends it, not the caller's 20 s nor the server's 3 s";
+  EXPECT_LT(took, 2500ms)
+      << "the route's 0.3 s ends it, not the caller's 20 s nor the server's 3 s";
   EXPECT_TRUE(call(true, 0, &took).ok()) << "a quick call is within the limit";
   st = call(false, 500, &took);
   EXPECT_TRUE(st.ok()) << "the other route has no limit: " << st.error_message();
@@ -380,9 +391,10 @@ TEST_F(XdsChannelTest, ARoutesMaxStreamDurationShortensTheCallsDeadline) {
 
 TEST_F(XdsChannelTest, AMissingClusterFailsOnlyTheCallsRoutedToIt) {
   Snapshot s = TwoClusters(
-      backends_, {RouteJson(R"({"prefix": "", "headers": [{"name": "x-canary", "exactMatch": "yes"}]})",
-                            {{"ghost", 1}}),
-                  RouteJson(R"({"prefix": ""})", {{"a", 1}})});
+      backends_,
+      {RouteJson(R"({"prefix": "", "headers": [{"name": "x-canary", "exactMatch": "yes"}]})",
+                 {{"ghost", 1}}),
+       RouteJson(R"({"prefix": ""})", {{"a", 1}})});
   Serve(s);
   auto stub = TestService::NewStub(XdsChannel("xds:///greeter"));
   std::string peer;
@@ -403,7 +415,8 @@ TEST_F(XdsChannelTest, AMissingClusterFailsOnlyTheCallsRoutedToIt) {
   } while (st.ok() && std::chrono::steady_clock::now() < end);
   EXPECT_EQ(st.error_code(), StatusCode::UNAVAILABLE);
   EXPECT_EQ(st.error_message(),
-            "xDS: no route of RouteConfiguration \"greeter-routes\" matches /ringrpc.test.TestService/Unary");
+            "xDS: no route of RouteConfiguration \"greeter-routes\" matches "
+            "/ringrpc.test.TestService/Unary");
 }
 
 }  // namespace

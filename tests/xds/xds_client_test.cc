@@ -35,9 +35,13 @@ struct Event {
 
 class RecordingWatcher final : public XdsWatcher {
  public:
-  void OnUpdate(std::shared_ptr<const XdsResource> r) override { Push({Event::kUpdate, std::move(r), ""}); }
+  void OnUpdate(std::shared_ptr<const XdsResource> r) override {
+    Push({Event::kUpdate, std::move(r), ""});
+  }
   void OnDoesNotExist() override { Push({Event::kDoesNotExist, nullptr, ""}); }
-  void OnError(absl::Status s) override { Push({Event::kError, nullptr, std::string(s.message())}); }
+  void OnError(absl::Status s) override {
+    Push({Event::kError, nullptr, std::string(s.message())});
+  }
 
   // The next event (waits up to `timeout`); nullopt if none came.
   std::optional<Event> Next(std::chrono::milliseconds timeout = 20s) {
@@ -110,7 +114,8 @@ class XdsClientTest : public ::testing::Test {
     control_plane_ = std::move(*cp);
   }
 
-  static Snapshot Base(const std::string& version, const std::string& endpoint = "127.0.0.1:50001") {
+  static Snapshot Base(const std::string& version,
+                       const std::string& endpoint = "127.0.0.1:50001") {
     Snapshot s(version);
     s.Add(ListenerJson("greeter", "greeter-routes"))
         .Add(RouteConfigJson("greeter-routes", {{"c1", 1}}))
@@ -162,7 +167,8 @@ TEST_F(XdsClientTest, AllFourTypesArriveAndAreAcked) {
   EXPECT_EQ(As<XdsEndpoints>(*e).priorities[0][0].endpoints[0].address, "127.0.0.1:50001");
 
   for (const char* type : {"Listener", "RouteConfiguration", "Cluster", "ClusterLoadAssignment"}) {
-    EXPECT_TRUE(WaitForLog(absl::StrCat("ACK ", type, " version=1 nonce="))) << type << "\n" << Log();
+    EXPECT_TRUE(WaitForLog(absl::StrCat("ACK ", type, " version=1 nonce="))) << type << "\n"
+                                                                             << Log();
   }
   EXPECT_NE(Log().find("STREAM open node=xds-client-test"), std::string::npos) << Log();
   EXPECT_EQ(Log().find("NACK"), std::string::npos) << Log();
@@ -202,7 +208,8 @@ TEST_F(XdsClientTest, AnInvalidResourceIsNackedNamingItAndTheLastGoodOneKept) {
       << e->error;
   // The NACK carries the last accepted version (1), not the rejected one.
   EXPECT_TRUE(WaitForLog("NACK Listener version=1 nonce=")) << Log();
-  EXPECT_NE(Log().find("no api_listener with an HttpConnectionManager"), std::string::npos) << Log();
+  EXPECT_NE(Log().find("no api_listener with an HttpConnectionManager"), std::string::npos)
+      << Log();
   // A new watcher still gets the last good one.
   auto late = std::make_shared<RecordingWatcher>();
   client_->Watch(ResourceType::kListener, "greeter", late);

@@ -16,8 +16,7 @@ namespace ringrpc::runtime::testing {
 // Starts `task` and turns `loop` until it is done. A task still running
 // after `limit` is a hang: the test process aborts with a message.
 template <typename T>
-T RunToCompletion(EventLoop& loop, Task<T> task,
-                  Duration limit = std::chrono::seconds(20)) {
+T RunToCompletion(EventLoop& loop, Task<T> task, Duration limit = std::chrono::seconds(20)) {
   task.handle().resume();
   auto end = Clock::now() + limit;
   while (!task.done()) {

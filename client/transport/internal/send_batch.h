@@ -74,7 +74,8 @@ struct SendBatch {
         skip -= p.len;
         continue;
       }
-      const char* base = p.held != nullptr ? p.held : reinterpret_cast<const char*>(bytes.data()) + p.off;
+      const char* base =
+          p.held != nullptr ? p.held : reinterpret_cast<const char*>(bytes.data()) + p.off;
       out.push_back(iovec{const_cast<char*>(base + skip), p.len - skip});
       skip = 0;
     }

@@ -29,8 +29,7 @@ namespace ringrpc::transport::testing {
 
 // ---- frame encoding ---------------------------------------------------------
 
-inline std::string Frame(uint8_t type, uint8_t flags, uint32_t stream,
-                         std::string_view payload) {
+inline std::string Frame(uint8_t type, uint8_t flags, uint32_t stream, std::string_view payload) {
   std::string f;
   uint32_t n = static_cast<uint32_t>(payload.size());
   f.push_back(char(n >> 16));
@@ -46,8 +45,8 @@ inline std::string Frame(uint8_t type, uint8_t flags, uint32_t stream,
   return f;
 }
 
-constexpr uint8_t kData = 0, kHeaders = 1, kRst = 3, kSettings = 4, kPing = 6,
-                  kGoaway = 7, kWindowUpdate = 8, kContinuation = 9;
+constexpr uint8_t kData = 0, kHeaders = 1, kRst = 3, kSettings = 4, kPing = 6, kGoaway = 7,
+                  kWindowUpdate = 8, kContinuation = 9;
 constexpr uint8_t kEndStream = 1, kAck = 1, kEndHeaders = 4;
 
 inline void HpackInt(std::string& out, uint32_t v, uint8_t prefix_bits, uint8_t first) {
@@ -66,8 +65,7 @@ inline void HpackInt(std::string& out, uint32_t v, uint8_t prefix_bits, uint8_t 
 }
 
 // A header block of literal fields without indexing (new names).
-inline std::string HeaderBlock(
-    const std::vector<std::pair<std::string, std::string>>& headers) {
+inline std::string HeaderBlock(const std::vector<std::pair<std::string, std::string>>& headers) {
   std::string b;
   for (const auto& [k, v] : headers) {
     b.push_back(0);
@@ -81,16 +79,14 @@ inline std::string HeaderBlock(
 
 inline std::string Headers(uint32_t stream, bool end_stream,
                            const std::vector<std::pair<std::string, std::string>>& h) {
-  return Frame(kHeaders, kEndHeaders | (end_stream ? kEndStream : 0), stream,
-               HeaderBlock(h));
+  return Frame(kHeaders, kEndHeaders | (end_stream ? kEndStream : 0), stream, HeaderBlock(h));
 }
 
 inline std::string ResponseHeaders(uint32_t stream) {
   return Headers(stream, false, {{":status", "200"}, {"content-type", "application/grpc"}});
 }
 
-inline std::string Trailers(uint32_t stream, std::string grpc_status,
-                            std::string message = "") {
+inline std::string Trailers(uint32_t stream, std::string grpc_status, std::string message = "") {
   std::vector<std::pair<std::string, std::string>> h = {{"grpc-status", grpc_status}};
   if (!message.empty()) h.emplace_back("grpc-message", message);
   return Headers(stream, true, h);
