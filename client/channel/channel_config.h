@@ -89,7 +89,7 @@ struct ChannelConfig {
   // every call.
   bool call_metrics = true;
   // grpc.service_config, parsed (null: none given); its methodConfig
-  // entries apply per call (client/client_call.cc).
+  // entries apply per call (client/call_open.cc, client/unary_call.cc).
   std::shared_ptr<const ServiceConfig> service_config;
   // grpc.enable_retries: 0 turns off every retry (today the one
   // transparent retry of a unary call the server never saw).

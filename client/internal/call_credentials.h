@@ -1,5 +1,5 @@
 // client/internal/call_credentials.h — running a call's credentials when it
-// opens (client/client_call.cc). Private to client/.
+// opens (client/call_open.cc). Private to client/.
 #ifndef RINGRPC_CLIENT_INTERNAL_CALL_CREDENTIALS_H_
 #define RINGRPC_CLIENT_INTERNAL_CALL_CREDENTIALS_H_
 
