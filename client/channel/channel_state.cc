@@ -389,7 +389,7 @@ const std::vector<std::shared_ptr<Subchannel>>& ChannelState::ListFor(const PerT
 
 absl::StatusOr<CallRoute> ChannelState::Route(size_t thread, std::string_view method,
                                               const transport::Metadata& metadata) {
-  PerThread& pt = per_thread_[thread];
+  PerThread& pt = Own(thread);
   Refresh(pt);
   if (pt.router == nullptr) return CallRoute{};
   if (pt.route_rng == 0) pt.route_rng = pt.seed | 1;
@@ -398,7 +398,7 @@ absl::StatusOr<CallRoute> ChannelState::Route(size_t thread, std::string_view me
 }
 
 std::string_view ChannelState::Failover(size_t thread, std::string_view group, TimePoint now) {
-  PerThread& pt = per_thread_[thread];
+  PerThread& pt = Own(thread);
   Refresh(pt);
   if (pt.fallback.empty()) return group;
   // Failing: unhealthy, or in TRANSIENT_FAILURE and not to be dialled yet.
@@ -417,7 +417,7 @@ std::string_view ChannelState::Failover(size_t thread, std::string_view group, T
 }
 
 std::shared_ptr<Subchannel> ChannelState::Pick(size_t thread, std::string_view group) {
-  PerThread& pt = per_thread_[thread];
+  PerThread& pt = Own(thread);
   Refresh(pt);
   // A resolver's service config may have changed the policy.
   const ActiveConfig& active = this->active();
@@ -459,7 +459,7 @@ void ChannelState::CallStarted(size_t thread, Subchannel* sc) {
   if (config_.least_request_channel_wide) {
     sc->outstanding.fetch_add(1, std::memory_order_relaxed);
   } else {
-    ++per_thread_[thread].outstanding[sc];
+    ++Own(thread).outstanding[sc];
   }
 }
 
@@ -468,7 +468,7 @@ void ChannelState::CallEnded(size_t thread, Subchannel* sc) {
     sc->outstanding.fetch_sub(1, std::memory_order_relaxed);
     return;
   }
-  auto& counts = per_thread_[thread].outstanding;
+  auto& counts = Own(thread).outstanding;
   auto it = counts.find(sc);
   if (it == counts.end()) return;
   if (--it->second == 0) counts.erase(it);  // addresses that went leave no entry
@@ -476,7 +476,7 @@ void ChannelState::CallEnded(size_t thread, Subchannel* sc) {
 
 bool ChannelState::AnotherUsable(size_t thread, const std::shared_ptr<Subchannel>& sc,
                                  std::string_view group) const {
-  const PerThread& pt = per_thread_[thread];
+  const PerThread& pt = Own(thread);
   if (!group.empty() && pt.fallback.contains(group)) return true;
   const std::vector<std::shared_ptr<Subchannel>>& list = ListFor(pt, group);
   size_t except = std::find(list.begin(), list.end(), sc) - list.begin();
@@ -486,14 +486,14 @@ bool ChannelState::AnotherUsable(size_t thread, const std::shared_ptr<Subchannel
 }
 
 bool ChannelState::HealthPending(size_t thread) const {
-  for (const auto& sc : per_thread_[thread].list) {
+  for (const auto& sc : Own(thread).list) {
     if (sc->PickState() == ConnectivityState::kConnecting && !sc->Healthy()) return true;
   }
   return false;
 }
 
 absl::Status ChannelState::NoPickError(size_t thread, std::string_view group) const {
-  const std::vector<std::shared_ptr<Subchannel>>& list = ListFor(per_thread_[thread], group);
+  const std::vector<std::shared_ptr<Subchannel>>& list = ListFor(Own(thread), group);
   if (list.empty() && !group.empty()) {
     return absl::UnavailableError(
         absl::StrCat("no address to call: the resolver routed the call to \"", std::string(group),

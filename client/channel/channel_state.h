@@ -17,8 +17,10 @@
 // Threads: configuration (config(), config_error()) is written only
 // before Start() and read-only afterwards. `mu_` guards the address list
 // and what goes with it; the atomics are read without it; per_thread_[i]
-// is touched only by CQ thread i (Pick, AnotherUsable). Everything else
-// may be called from any thread.
+// is touched only by CQ thread i (Route, Failover, Pick, AnotherUsable,
+// NoPickError, HealthPending, CallStarted, CallEnded: debug builds abort
+// when another thread calls them with i). Everything else may be called
+// from any thread.
 //
 //   auto state = ChannelState::Create(args);        // threads, config
 //   ChannelState::Start(state, resolver);           // addresses flow in
@@ -41,6 +43,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
+#include "base/check.h"
 #include "base/mutex.h"
 #include "base/task.h"
 #include "base/time.h"
@@ -301,6 +304,16 @@ class ChannelState : public std::enable_shared_from_this<ChannelState> {
     absl::flat_hash_map<const Subchannel*, uint32_t> outstanding;
   };
   std::vector<PerThread> per_thread_;
+  // CQ thread `thread`'s view: that thread's alone (debug builds check the
+  // caller is it).
+  PerThread& Own(size_t thread) {
+    RINGRPC_DCHECK(CurrentIndex() == thread);
+    return per_thread_[thread];
+  }
+  const PerThread& Own(size_t thread) const {
+    RINGRPC_DCHECK(CurrentIndex() == thread);
+    return per_thread_[thread];
+  }
   // CQ thread `pt`'s own: its copy of the list, groups and router brought
   // up to the current version.
   void Refresh(PerThread& pt);

@@ -1,4 +1,5 @@
-// The channel core's pure parts: the wall-clock deadline conversion.
+// The channel core's pure parts: the wall-clock deadline conversion; and
+// its per-thread state, which debug builds keep to its own CQ thread.
 #include "client/channel/channel_state.h"
 
 #include <gtest/gtest.h>
@@ -23,6 +24,18 @@ TEST(ToLoopTime, SaturatesAtBothEndsOfTime) {
   TimePoint in5 = ToLoopTime(SysClock::now() + seconds(5), now);
   EXPECT_GT(in5, now + seconds(4));
   EXPECT_LE(in5, now + seconds(5));
+}
+
+// A CQ thread's view of the addresses (its pick, route, failover and
+// least_request counts) is that thread's alone: a call from any other
+// thread is a data race, which debug builds (ASAN's, TSAN's) stop at once.
+TEST(ChannelStateDeathTest, PerThreadStateIsItsCqThreadsAlone) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  std::shared_ptr<ChannelState> st = ChannelState::Create(ChannelArguments());
+  ASSERT_NE(st->cq(), nullptr);
+  EXPECT_EQ(st->CurrentIndex(), std::nullopt);  // the test's thread is not a CQ thread
+  EXPECT_DEBUG_DEATH((void)st->Pick(0), "RINGRPC_DCHECK failed: CurrentIndex.* == thread");
+  EXPECT_DEBUG_DEATH((void)st->HealthPending(0), "CurrentIndex.* == thread");
 }
 
 }  // namespace
