@@ -20,6 +20,7 @@ set(RINGRPC_SOURCES
   client/channel/service_config.cc
   client/channel/subchannel.cc
   client/channel/target.cc
+  client/channel_create.cc
   client/client_call.cc
   client/cq_thread_set.cc
   client/hedging.cc
