@@ -146,16 +146,26 @@ TEST(ShutdownInProcess, LastChannelReferenceDroppedInsideItsOwnCallback) {
     std::vector<std::unique_ptr<Slot>> slots;
     for (int i = 0; i < kCalls; ++i) slots.push_back(std::make_unique<Slot>());
     std::atomic<int> ended{0};
+    // Call 0's callback drops the last reference only once every call is
+    // issued: the stub is the caller's, and using it after deleting it is
+    // the caller's bug (call 0 can end before the loop below has finished).
+    std::promise<void> issued;
+    std::shared_future<void> all_issued = issued.get_future().share();
     for (int i = 0; i < kCalls; ++i) {
       Slot* s = slots[i].get();
       s->req.set_payload(std::to_string(i));
       s->req.set_sleep_ms(i == 0 ? 0 : 50);
-      held->stub->async()->Unary(&s->ctx, &s->req, &s->resp, [s, i, &ended, held](Status st) {
-        if (i == 0) delete held;  // the channel's last reference, here
-        ended.fetch_add(1);
-        s->done.set_value(st);
-      });
+      held->stub->async()->Unary(&s->ctx, &s->req, &s->resp,
+                                 [s, i, &ended, held, all_issued](Status st) {
+                                   if (i == 0) {
+                                     all_issued.wait();
+                                     delete held;  // the channel's last reference, here
+                                   }
+                                   ended.fetch_add(1);
+                                   s->done.set_value(st);
+                                 });
     }
+    issued.set_value();
     for (int i = 0; i < kCalls; ++i) {
       auto f = slots[i]->done.get_future();
       ASSERT_EQ(f.wait_for(seconds(10)), std::future_status::ready) << "call " << i;
