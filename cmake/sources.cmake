@@ -3,6 +3,8 @@
 set(RINGRPC_SOURCES
   base/fork.cc
   base/time.cc
+  client/async_stream.cc
+  client/async_unary_call.cc
   client/call_credentials.cc
   client/call_metrics.cc
   client/call_open.cc
@@ -22,6 +24,7 @@ set(RINGRPC_SOURCES
   client/channel/target.cc
   client/channel_create.cc
   client/client_call.cc
+  client/completion_queue.cc
   client/cq_thread_set.cc
   client/hedging.cc
   client/interceptor.cc
@@ -63,6 +66,8 @@ set(RINGRPC_HEADERS
   base/runtime.h
   base/task.h
   base/time.h
+  client/async_stream.h
+  client/async_unary_call.h
   client/blocking_stream.h
   client/call_credentials.h
   client/call_metrics.h
@@ -86,6 +91,7 @@ set(RINGRPC_HEADERS
   client/channel_arguments.h
   client/client_call.h
   client/client_context.h
+  client/completion_queue.h
   client/cq_thread_set.h
   client/generic_stub.h
   client/interceptor.h

@@ -38,6 +38,7 @@ _RINGRPC_PLUGIN = Label("//codegen:protoc-gen-ringrpc")
 _RINGRPC_RUNTIME = [
     Label("//client"),
     Label("//client:callback_reactor"),
+    Label("//client:completion_queue"),
     Label("//client:typed_call"),
 ]
 

@@ -118,6 +118,21 @@ class Generator final : public CodeGenerator {
       const ServiceDescriptor* svc = file->service(s);
       for (int m = 0; m < svc->method_count(); ++m) {
         const std::string& name = svc->method(m)->name();
+        // Foo's CompletionQueue form is AsyncFoo / PrepareAsyncFoo (and
+        // their Raw methods): a method with one of those names would clash.
+        for (int o = 0; o < svc->method_count(); ++o) {
+          const std::string& other = svc->method(o)->name();
+          for (const std::string& made :
+               {"Async" + other, "PrepareAsync" + other, "Async" + other + "Raw",
+                "PrepareAsync" + other + "Raw"}) {
+            if (name == made) {
+              *error = file->name() + ": method " + svc->full_name() + "." + name +
+                       " clashes with the CompletionQueue form ringrpc generates for " +
+                       svc->full_name() + "." + other;
+              return false;
+            }
+          }
+        }
         if (kReserved.count(name) || name.rfind("co_", 0) == 0) {
           *error = file->name() + ": method " + svc->full_name() + "." + name +
                    " clashes with a name ringrpc generates (NewStub, Stub, StubInterface, "
@@ -169,6 +184,7 @@ class Generator final : public CodeGenerator {
         {"resp", CppType(m->output_type()->full_name())},
         {"path", "/" + m->service()->full_name() + "/" + m->name()},
         {"dep", m->options().deprecated() ? "[[deprecated]] " : ""}};
+    AsyncVars(m, &v);
     if (m->client_streaming() || m->server_streaming()) {
       auto [ret, params] = BlockingStream(m);
       v["ret"] = ret;
@@ -198,6 +214,56 @@ class Generator final : public CodeGenerator {
     return v;
   }
 
+  // The CompletionQueue form, as grpc++ has it: AsyncFoo (started, with a
+  // tag for a stream's start) and PrepareAsyncFoo (StartCall later), each
+  // over a private virtual FooRaw that a mock overrides.
+  static void AsyncVars(const MethodDescriptor* m, std::map<std::string, std::string>* v) {
+    std::map<std::string, std::string>& x = *v;
+    const std::string& req = x["req"];
+    const std::string& resp = x["resp"];
+    const std::string ctx = "::ringrpc::ClientContext* context, ";
+    const std::string cq = "::ringrpc::CompletionQueue* cq";
+    x["async_name"] = "Async" + m->name();
+    x["prep_name"] = "PrepareAsync" + m->name();
+    x["tag_param"] = ", void* tag";
+    x["tag_arg"] = ", tag";
+    x["no_tag"] = ", nullptr";
+    if (!m->client_streaming() && !m->server_streaming()) {
+      x["aiface"] = "::ringrpc::ClientAsyncResponseReaderInterface<" + resp + ">";
+      x["acls"] = "::ringrpc::ClientAsyncResponseReader<" + resp + ">";
+      x["aparams"] = ctx + "const " + req + "& request, " + cq;
+      x["aargs"] = "context, request, cq";
+      x["tag_param"] = x["tag_arg"] = x["no_tag"] = "";
+    } else if (m->server_streaming() && !m->client_streaming()) {
+      x["aiface"] = "::ringrpc::ClientAsyncReaderInterface<" + resp + ">";
+      x["acls"] = "::ringrpc::ClientAsyncReader<" + resp + ">";
+      x["aparams"] = ctx + "const " + req + "& request, " + cq;
+      x["aargs"] = "context, request, cq";
+    } else if (m->client_streaming() && !m->server_streaming()) {
+      x["aiface"] = "::ringrpc::ClientAsyncWriterInterface<" + req + ">";
+      x["acls"] = "::ringrpc::ClientAsyncWriter<" + req + ">";
+      x["aparams"] = ctx + resp + "* response, " + cq;
+      x["aargs"] = "context, response, cq";
+    } else {
+      x["aiface"] = "::ringrpc::ClientAsyncReaderWriterInterface<" + req + ", " + resp + ">";
+      x["acls"] = "::ringrpc::ClientAsyncReaderWriter<" + req + ", " + resp + ">";
+      x["aparams"] = ctx + cq;
+      x["aargs"] = "context, cq";
+    }
+  }
+
+  // AsyncFoo and PrepareAsyncFoo returning `type` (the interface's, or the
+  // stub's concrete one) over their Raw methods.
+  static void PrintAsyncEntryPoints(Printer& p, std::map<std::string, std::string> v,
+                                    const std::string& type) {
+    v["type"] = type;
+    p.Print(v,
+            "$dep$std::unique_ptr<$type$> $async_name$($aparams$$tag_param$) {\n"
+            "  return std::unique_ptr<$type$>($async_name$Raw($aargs$$tag_arg$));\n}\n"
+            "$dep$std::unique_ptr<$type$> $prep_name$($aparams$) {\n"
+            "  return std::unique_ptr<$type$>($prep_name$Raw($aargs$));\n}\n");
+  }
+
   static std::string FullNamespace(const FileDescriptor* file, const std::string& nested) {
     std::string ns = Namespace(file);
     if (!nested.empty()) ns += (ns.empty() ? "" : "::") + nested;
@@ -216,9 +282,12 @@ class Generator final : public CodeGenerator {
         "#ifndef $guard$\n#define $guard$\n\n"
         "#include <functional>\n#include <memory>\n#include <optional>\n\n"
         "#include \"$base$.pb.h\"\n"
+        "#include \"client/async_stream.h\"\n"
+        "#include \"client/async_unary_call.h\"\n"
         "#include \"client/blocking_stream.h\"\n"
         "#include \"client/callback_reactor.h\"\n"
         "#include \"client/channel.h\"\n"
+        "#include \"client/completion_queue.h\"\n"
         "#include \"client/typed_call.h\"\n\n",
         "file", file->name(), "guard", guard, "base", base);
     std::string ns = FullNamespace(file, nested);
@@ -245,6 +314,19 @@ class Generator final : public CodeGenerator {
         p.Print(v,
                 "virtual ::ringrpc::Status $name$(::ringrpc::ClientContext* context, "
                 "const $req$& request, $resp$* response) = 0;\n");
+      }
+      p.Print("// The CompletionQueue form.\n");
+      for (int m = 0; m < svc->method_count(); ++m) {
+        auto v = Vars(svc->method(m));
+        PrintAsyncEntryPoints(p, v, v["aiface"]);
+      }
+      p.Outdent();
+      p.Print(" private:\n");
+      p.Indent();
+      for (int m = 0; m < svc->method_count(); ++m) {
+        p.Print(Vars(svc->method(m)),
+                "virtual $aiface$* $async_name$Raw($aparams$$tag_param$) = 0;\n"
+                "virtual $aiface$* $prep_name$Raw($aparams$) = 0;\n");
       }
       p.Outdent();
       p.Print("};\n\n");
@@ -311,10 +393,30 @@ class Generator final : public CodeGenerator {
       p.Print("async_interface* async() { return &async_; }\n");
       p.Print(
           "const std::shared_ptr<::ringrpc::Channel>& channel() const { return channel_; }\n\n");
+      p.Print(
+          "// The CompletionQueue form: completions are tags on `cq`; AsyncFoo\n"
+          "// starts the call, PrepareAsyncFoo leaves it to StartCall.\n");
+      for (int m = 0; m < svc->method_count(); ++m) {
+        auto v = Vars(svc->method(m));
+        PrintAsyncEntryPoints(p, v, v["acls"]);
+      }
       p.Outdent();
       p.Print(
-          " private:\n  std::shared_ptr<::ringrpc::Channel> channel_;\n  async_interface "
+          "\n private:\n  std::shared_ptr<::ringrpc::Channel> channel_;\n  async_interface "
           "async_{this};\n");
+      p.Indent();
+      for (int m = 0; m < svc->method_count(); ++m) {
+        auto v = Vars(svc->method(m));
+        std::string args = v["aargs"];
+        // Create(channel, path, context, <request|response>, cq, start[, tag])
+        v["create"] = "channel_, \"" + v["path"] + "\", " + args;
+        p.Print(v,
+                "$acls$* $async_name$Raw($aparams$$tag_param$) override {\n"
+                "  return $acls$::Create($create$, true$tag_arg$);\n}\n"
+                "$acls$* $prep_name$Raw($aparams$) override {\n"
+                "  return $acls$::Create($create$, false$no_tag$);\n}\n");
+      }
+      p.Outdent();
       p.Print("};\n\n");
       p.Print(
           "static std::unique_ptr<Stub> NewStub(std::shared_ptr<::ringrpc::Channel> channel) {\n"

@@ -528,7 +528,73 @@ class MockTestService : public TestService::StubInterface {
               (ClientContext*, EchoResponse*), (override));
   MOCK_METHOD((std::unique_ptr<::ringrpc::ClientReaderWriter<EchoRequest, EchoResponse>>), Bidi,
               (ClientContext*), (override));
+  // The CompletionQueue form's Raw methods, as grpc++'s generated mocks have.
+  using UnaryReader = ::ringrpc::ClientAsyncResponseReaderInterface<EchoResponse>;
+  using StatsReader = ::ringrpc::ClientAsyncResponseReaderInterface<ringrpc::test::StatsResponse>;
+  using Reader = ::ringrpc::ClientAsyncReaderInterface<EchoResponse>;
+  using Writer = ::ringrpc::ClientAsyncWriterInterface<EchoRequest>;
+  using ReaderWriter = ::ringrpc::ClientAsyncReaderWriterInterface<EchoRequest, EchoResponse>;
+  MOCK_METHOD(UnaryReader*, AsyncUnaryRaw,
+              (ClientContext*, const EchoRequest&, ::ringrpc::CompletionQueue*), (override));
+  MOCK_METHOD(UnaryReader*, PrepareAsyncUnaryRaw,
+              (ClientContext*, const EchoRequest&, ::ringrpc::CompletionQueue*), (override));
+  MOCK_METHOD(StatsReader*, AsyncStatsRaw,
+              (ClientContext*, const ringrpc::test::StatsRequest&, ::ringrpc::CompletionQueue*),
+              (override));
+  MOCK_METHOD(StatsReader*, PrepareAsyncStatsRaw,
+              (ClientContext*, const ringrpc::test::StatsRequest&, ::ringrpc::CompletionQueue*),
+              (override));
+  MOCK_METHOD(Reader*, AsyncServerStreamRaw,
+              (ClientContext*, const EchoRequest&, ::ringrpc::CompletionQueue*, void*), (override));
+  MOCK_METHOD(Reader*, PrepareAsyncServerStreamRaw,
+              (ClientContext*, const EchoRequest&, ::ringrpc::CompletionQueue*), (override));
+  MOCK_METHOD(Writer*, AsyncClientStreamRaw,
+              (ClientContext*, EchoResponse*, ::ringrpc::CompletionQueue*, void*), (override));
+  MOCK_METHOD(Writer*, PrepareAsyncClientStreamRaw,
+              (ClientContext*, EchoResponse*, ::ringrpc::CompletionQueue*), (override));
+  MOCK_METHOD(ReaderWriter*, AsyncBidiRaw, (ClientContext*, ::ringrpc::CompletionQueue*, void*),
+              (override));
+  MOCK_METHOD(ReaderWriter*, PrepareAsyncBidiRaw, (ClientContext*, ::ringrpc::CompletionQueue*),
+              (override));
 };
+
+// A unary reader in the CompletionQueue form, for tests: Finish fills the
+// response and status and delivers the tag through an Alarm due now.
+class FakeUnaryReader : public ::ringrpc::ClientAsyncResponseReaderInterface<EchoResponse> {
+ public:
+  FakeUnaryReader(::ringrpc::CompletionQueue* cq, std::string payload)
+      : cq_(cq), payload_(std::move(payload)) {}
+  void StartCall() override {}
+  void ReadInitialMetadata(void*) override {}
+  void Finish(EchoResponse* msg, Status* status, void* tag) override {
+    msg->set_payload(payload_);
+    *status = Status();
+    alarm_.Set(cq_, std::chrono::system_clock::now(), tag);
+  }
+
+ private:
+  ::ringrpc::CompletionQueue* cq_;
+  std::string payload_;
+  ::ringrpc::Alarm alarm_;
+};
+
+// Application code in the CompletionQueue form, written against the
+// interface.
+std::string ShoutAsync(TestService::StubInterface& stub, ::ringrpc::CompletionQueue* cq,
+                       const std::string& text) {
+  ClientContext ctx;
+  EchoRequest req;
+  req.set_payload(text);
+  EchoResponse resp;
+  Status s;
+  auto rpc = stub.PrepareAsyncUnary(&ctx, req, cq);
+  rpc->StartCall();
+  rpc->Finish(&resp, &s, reinterpret_cast<void*>(7));
+  void* tag = nullptr;
+  bool ok = false;
+  if (!cq->Next(&tag, &ok) || tag != reinterpret_cast<void*>(7) || !ok) return "no tag";
+  return s.ok() ? resp.payload() + "!" : "error: " + s.error_message();
+}
 
 std::string Shout(TestService::StubInterface& stub, const std::string& text) {
   ClientContext ctx;
@@ -549,6 +615,16 @@ TEST(StubInterface, CanBeMocked) {
       .WillOnce(::testing::Return(Status(StatusCode::UNAVAILABLE, "down")));
   EXPECT_EQ(Shout(mock, "hi"), "mocked hi!");
   EXPECT_EQ(Shout(mock, "hi"), "error: down");
+}
+
+TEST(StubInterface, CompletionQueueFormCanBeMocked) {
+  MockTestService mock;
+  ::ringrpc::CompletionQueue cq;
+  EXPECT_CALL(mock, PrepareAsyncUnaryRaw(::testing::_, ::testing::_, &cq))
+      .WillOnce([&](ClientContext*, const EchoRequest& req, ::ringrpc::CompletionQueue* q) {
+        return new FakeUnaryReader(q, "mocked " + req.payload());
+      });
+  EXPECT_EQ(ShoutAsync(mock, &cq, "hi"), "mocked hi!");
 }
 
 TEST(TrickyStubs, KeywordNamesCompileAndCallThrough) {
