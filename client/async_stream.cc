@@ -28,16 +28,23 @@ class AsyncStreamCore final : public ClientReactorBase {
   void Start(void* tag) {
     if (cq_ == nullptr || !cq_->Begin(tag)) return;
     bool again;  // a second StartCall: its tag with ok false
+    bool hold;
     {
       MutexLock lock(&mu_);
       again = started_;
       started_ = true;
+      hold = !again && finish_tag_ == nullptr;  // Finish came first: no hold
+      if (!again && !hold) hold_released_ = true;
     }
     if (again) {
       cq_->End(tag, false);
       return;
     }
     refs_.fetch_add(1, std::memory_order_relaxed);  // the running call's
+    // Held until Finish (or the object's end): the messages that came
+    // before the status stay readable however late Read is called, where
+    // a reactor would end at the status.
+    if (hold) AddHold();
     StartCall();
     cq_->End(tag, true);
   }
@@ -82,6 +89,7 @@ class AsyncStreamCore final : public ClientReactorBase {
     }
     if (!cq_->Begin(tag)) {
       context_->TryCancel();  // the queue is shut down: no one to tell
+      ReleaseHold();
       return;
     }
     bool now = false;
@@ -102,7 +110,10 @@ class AsyncStreamCore final : public ClientReactorBase {
     }
     if (second) {
       cq_->End(tag, false);
-    } else if (now) {
+      return;
+    }
+    ReleaseHold();  // the call may now end (and deliver the tag)
+    if (now) {
       *status = std::move(final);
       cq_->End(tag, true);
     }
@@ -119,6 +130,7 @@ class AsyncStreamCore final : public ClientReactorBase {
     if (!started && cq_ != nullptr) {
       for (void* tag : TakeOwed(nullptr)) cq_->End(tag, false);
     }
+    ReleaseHold();  // never finished: the call ends on its own
     Unref();
   }
 
@@ -157,6 +169,16 @@ class AsyncStreamCore final : public ClientReactorBase {
       cq_->End(finish, true);
     }
     Unref();
+  }
+
+  // Once: the hold Start took.
+  void ReleaseHold() {
+    {
+      MutexLock lock(&mu_);
+      if (!started_ || hold_released_) return;
+      hold_released_ = true;
+    }
+    RemoveHold();
   }
 
   // Records a tag the reactor will report (false: refused, or the call is
@@ -207,6 +229,7 @@ class AsyncStreamCore final : public ClientReactorBase {
   const std::shared_ptr<CqCore> cq_;
   Mutex mu_;
   bool started_ ABSL_GUARDED_BY(mu_) = false;
+  bool hold_released_ ABSL_GUARDED_BY(mu_) = false;
   bool done_ ABSL_GUARDED_BY(mu_) = false;
   std::deque<void*> reads_ ABSL_GUARDED_BY(mu_);   // reported in order
   std::deque<void*> writes_ ABSL_GUARDED_BY(mu_);  // writes and WritesDone, in order
@@ -221,9 +244,8 @@ class AsyncStreamCore final : public ClientReactorBase {
 };
 
 AsyncStreamHandle::AsyncStreamHandle(std::shared_ptr<Channel> channel, const char* method,
-                                     ClientContext* context, CompletionQueue* cq,
-                                     ReactorKind kind, std::string request,
-                                     google::protobuf::MessageLite* response)
+                                     ClientContext* context, CompletionQueue* cq, ReactorKind kind,
+                                     std::string request, google::protobuf::MessageLite* response)
     : core_(new AsyncStreamCore(std::move(channel), method, context, cq, kind, std::move(request),
                                 response)) {}
 

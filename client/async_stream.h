@@ -121,8 +121,8 @@ class ClientAsyncReader final : public ClientAsyncReaderInterface<R> {
                                    ClientContext* context,
                                    const google::protobuf::MessageLite& request,
                                    CompletionQueue* cq, bool start, void* tag) {
-    auto* r = new ClientAsyncReader(std::move(channel), method, context, cq,
-                                    request.SerializeAsString());
+    auto* r =
+        new ClientAsyncReader(std::move(channel), method, context, cq, request.SerializeAsString());
     if (start) r->StartCall(tag);
     return r;
   }
@@ -145,9 +145,8 @@ template <class W>
 class ClientAsyncWriter final : public ClientAsyncWriterInterface<W> {
  public:
   static ClientAsyncWriter* Create(std::shared_ptr<Channel> channel, const char* method,
-                                   ClientContext* context,
-                                   google::protobuf::MessageLite* response, CompletionQueue* cq,
-                                   bool start, void* tag) {
+                                   ClientContext* context, google::protobuf::MessageLite* response,
+                                   CompletionQueue* cq, bool start, void* tag) {
     auto* w = new ClientAsyncWriter(std::move(channel), method, context, cq, response);
     if (start) w->StartCall(tag);
     return w;
@@ -164,8 +163,8 @@ class ClientAsyncWriter final : public ClientAsyncWriterInterface<W> {
  private:
   ClientAsyncWriter(std::shared_ptr<Channel> channel, const char* method, ClientContext* context,
                     CompletionQueue* cq, google::protobuf::MessageLite* response)
-      : call_(std::move(channel), method, context, cq, internal::ReactorKind::kClientStreaming,
-              "", response) {}
+      : call_(std::move(channel), method, context, cq, internal::ReactorKind::kClientStreaming, "",
+              response) {}
   internal::AsyncStreamHandle call_;
 };
 
@@ -192,8 +191,7 @@ class ClientAsyncReaderWriter final : public ClientAsyncReaderWriterInterface<W,
  private:
   ClientAsyncReaderWriter(std::shared_ptr<Channel> channel, const char* method,
                           ClientContext* context, CompletionQueue* cq)
-      : call_(std::move(channel), method, context, cq, internal::ReactorKind::kBidi, "",
-              nullptr) {}
+      : call_(std::move(channel), method, context, cq, internal::ReactorKind::kBidi, "", nullptr) {}
   internal::AsyncStreamHandle call_;
 };
 

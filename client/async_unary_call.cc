@@ -110,8 +110,7 @@ class AsyncUnaryCore {
       ended_ = true;
       // A call that ended OK had headers; a failed one had them if the
       // server sent any metadata before its status.
-      metadata_ok = metadata_ok_ =
-          final_.ok() || !context_->GetServerInitialMetadata().empty();
+      metadata_ok = metadata_ok_ = final_.ok() || !context_->GetServerInitialMetadata().empty();
       metadata_tag = std::exchange(metadata_tag_, nullptr);
       complete_now = finish_asked_;
     }
@@ -154,8 +153,7 @@ class AsyncUnaryCore {
 };
 
 AsyncUnaryHandle::AsyncUnaryHandle(std::shared_ptr<Channel> channel, const char* method,
-                                   ClientContext* context, std::string request,
-                                   CompletionQueue* cq)
+                                   ClientContext* context, std::string request, CompletionQueue* cq)
     : core_(new AsyncUnaryCore(std::move(channel), method, context, std::move(request), cq)) {}
 
 AsyncUnaryHandle::~AsyncUnaryHandle() { core_->Release(); }

@@ -151,6 +151,12 @@ Task<bool> ClientCall::ReadInitialMetadata() {
     if (impl_->call->initial_metadata_received() || impl_->replay == nullptr) break;
     if (!co_await internal::CallOpener::NextStreamAttempt(impl_.get(), generation)) break;
   }
+  if (!impl_->call->headers_received() && impl_->call->finished()) {
+    // None will come: the (empty) initial results are final now, before
+    // anyone is told so.
+    internal::CallAccess::SetInitialResults(*impl_->ctx, *impl_->call, impl_->sc->record->name(),
+                                            /*publish=*/true);
+  }
   co_return PublishInitialMetadata();
 }
 
@@ -162,7 +168,8 @@ bool ClientCall::PublishInitialMetadata() {
       impl_->Fail(s);
     }
   }
-  internal::CallAccess::SetResults(*impl_->ctx, *impl_->call, {}, impl_->sc->record->name());
+  internal::CallAccess::SetInitialResults(*impl_->ctx, *impl_->call, impl_->sc->record->name(),
+                                          /*publish=*/true);
   return true;
 }
 

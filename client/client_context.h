@@ -119,6 +119,7 @@ class ClientContext {
   std::optional<std::string> authority_;
   CompressionAlgorithm response_compression_ = CompressionAlgorithm::kNone;
   std::shared_ptr<internal::CancelState> cancel_;
+  bool initial_set_ = false;  // initial_, peer_, response_compression_ are published (final)
   std::multimap<std::string, std::string> initial_, trailing_;
   std::string peer_;
 };

@@ -104,7 +104,7 @@ class CqCore {
   std::deque<Event> events_ ABSL_GUARDED_BY(mu_);
   std::map<Timer, TimedTag> timers_ ABSL_GUARDED_BY(mu_);
   uint64_t next_timer_id_ ABSL_GUARDED_BY(mu_) = 1;
-  uint64_t pending_ ABSL_GUARDED_BY(mu_) = 0;  // tags owed, timers included
+  uint64_t pending_ ABSL_GUARDED_BY(mu_) = 0;     // tags owed, timers included
   uint64_t wake_epoch_ ABSL_GUARDED_BY(mu_) = 0;  // a new earliest timer, shutdown
   int waiters_ ABSL_GUARDED_BY(mu_) = 0;
   bool shutdown_ ABSL_GUARDED_BY(mu_) = false;

@@ -39,14 +39,26 @@ class CallAccess {
   static const std::optional<bool>& wait_for_ready(const ClientContext& c) {
     return c.wait_for_ready_;
   }
-  static void SetResults(ClientContext& c, const transport::Call& call,
-                         const transport::Metadata& trailing, std::string peer) {
+  // The server's initial metadata, the peer and the response encoding.
+  // Once `publish`ed they are final: a caller told they are there (a
+  // CompletionQueue tag) may read them on its own thread while the call
+  // goes on. Until then each attempt's end overwrites them (a retry's
+  // last attempt is the call's).
+  static void SetInitialResults(ClientContext& c, const transport::Call& call, std::string peer,
+                                bool publish) {
+    if (c.initial_set_) return;
+    c.initial_set_ = publish;
     c.initial_ = {call.initial_metadata().begin(), call.initial_metadata().end()};
-    c.trailing_ = {trailing.begin(), trailing.end()};
     c.peer_ = std::move(peer);
     std::optional<transport::Compression> r = transport::ParseCompression(call.response_encoding());
     c.response_compression_ =
         r ? static_cast<CompressionAlgorithm>(*r) : CompressionAlgorithm::kNone;
+  }
+  // At the end: the initial results (unless set) and the trailing metadata.
+  static void SetResults(ClientContext& c, const transport::Call& call,
+                         const transport::Metadata& trailing, std::string peer) {
+    SetInitialResults(c, call, std::move(peer), /*publish=*/false);
+    c.trailing_ = {trailing.begin(), trailing.end()};
   }
 };
 }  // namespace internal
