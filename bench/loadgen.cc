@@ -4,6 +4,10 @@
 //   ringrpc_cb   the same stubs' callback form (stub->async()->Unary, the
 //                next call issued from the callback, as grpc++ code does)
 //   ringrpc_sync the blocking form: one application thread per slot
+//   ringrpc_cq   the CompletionQueue form: one application thread on
+//                cq.Next, each completion issuing its slot's next call
+//   grpc++ cq    grpc++'s CompletionQueue client in the same shape (its
+//                cheapest form: the baseline that matters most)
 //   grpc++ 1ch   Debian's grpc++ 1.51 callback API, one channel
 //   grpc++ Kch   the same over K = `threads` channels made distinct by a
 //                channel argument (the usual workaround)
@@ -27,9 +31,9 @@
 // Flags: --type=unary|bidi|stream  --concurrency=LIST  --sizes=LIST (request and
 // response bytes)  --threads=N  --duration=S  --warmup=S  --rounds=N
 // --server_cpu=N --client_cpu=N (pinning; -1 none)  --clients=LIST
-// (ringrpc,ringrpc_cb,ringrpc_sync,grpc1,grpcK,transport,tcp; unary only for
-// the _cb and _sync forms and the transport floor; not for a stream, the tcp
-// floor)  --json_only  --ringrpc_arg=KEY=INT (repeatable:
+// (ringrpc,ringrpc_cb,ringrpc_sync,ringrpc_cq,grpc_cq,grpc1,grpcK,transport,
+// tcp; unary only for the _cb, _sync and _cq forms and the transport floor;
+// not for a stream, the tcp floor)  --json_only  --ringrpc_arg=KEY=INT (repeatable:
 // a channel argument for the ringrpc client)  --service_config=JSON (both
 // clients' channels get it)
 #include <arpa/inet.h>
@@ -61,6 +65,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "bench/alloc_counter.h"
+#include "client/completion_queue.h"
 #include "client/message_parse.h"
 #include "client/runtime/event_loop.h"
 #include "client/transport/address.h"
@@ -582,6 +587,92 @@ Result RunGrpc(const Options& o, const std::string& target, int concurrency, int
   return r;
 }
 
+// ---- the CompletionQueue form, of either library ------------------------------
+// grpc++'s classic async client: `concurrency` calls outstanding, one
+// application thread on cq.Next issuing each slot's next call from its
+// completion (the shape of grpc++'s own async benchmark client).
+
+template <typename Stub, typename Cq, typename Context, typename StatusT>
+struct CqUnarySlot {
+  Slot* slot = nullptr;
+  Clock::time_point t0;
+  std::unique_ptr<Context> ctx;
+  EchoResponse resp;
+  StatusT status;
+  decltype(std::declval<Stub&>().PrepareAsyncUnary(nullptr, std::declval<const EchoRequest&>(),
+                                                   nullptr)) rpc;
+  void Issue(Stub* stub, const EchoRequest& req, Cq* cq) {
+    ctx = std::make_unique<Context>();  // one call per context, in both libraries
+    t0 = Clock::now();
+    rpc = stub->PrepareAsyncUnary(ctx.get(), req, cq);
+    rpc->StartCall();
+    rpc->Finish(&resp, &status, this);
+  }
+};
+
+template <typename Stub, typename Cq, typename Context, typename StatusT>
+Result RunCq(const Options& o, Stub* stub, int concurrency, int size) {
+  using CallSlot = CqUnarySlot<Stub, Cq, Context, StatusT>;
+  Cq cq;
+  EchoRequest req = Request(o, size);
+  Phase phase;
+  std::vector<Slot> slots(concurrency);
+  std::vector<std::unique_ptr<CallSlot>> calls;
+  std::thread driver;
+  Result r = Measure(o, phase, slots, [&] {
+    phase.running = concurrency;
+    for (int i = 0; i < concurrency; ++i) {
+      calls.push_back(std::make_unique<CallSlot>());
+      calls.back()->slot = &slots[i];
+      calls.back()->Issue(stub, req, &cq);
+    }
+    driver = std::thread([&] {
+      int live = concurrency;
+      void* tag;
+      bool ok;
+      while (live > 0 && cq.Next(&tag, &ok)) {
+        auto* c = static_cast<CallSlot*>(tag);
+        const bool good = ok && c->status.ok();
+        phase.Record(*c->slot, c->t0, good, good ? std::string() : c->status.error_message());
+        if (phase.stop.load(std::memory_order_relaxed)) {
+          --live;
+          phase.SlotDone();
+        } else {
+          c->Issue(stub, req, &cq);
+        }
+      }
+    });
+  });
+  driver.join();
+  cq.Shutdown();
+  void* tag;
+  bool ok;
+  while (cq.Next(&tag, &ok)) {
+  }
+  return r;
+}
+
+Result RunRingrpcCq(const Options& o, const std::string& target, int concurrency, int size) {
+  ringrpc::ChannelArguments args;
+  args.SetInt("ringrpc.cq_threads", o.threads);
+  args.SetInt("grpc.use_local_subchannel_pool", 1);
+  for (const auto& [key, value] : o.ringrpc_args) args.SetInt(key, value);
+  if (!o.service_config.empty()) args.SetServiceConfigJSON(o.service_config);
+  auto channel = ringrpc::CreateCustomChannel(target, ringrpc::InsecureChannelCredentials(), args);
+  auto stub = ringrpc::test::ringrpc::TestService::NewStub(channel);
+  return RunCq<RingStub, ringrpc::CompletionQueue, ringrpc::ClientContext, ringrpc::Status>(
+      o, stub.get(), concurrency, size);
+}
+
+Result RunGrpcCq(const Options& o, const std::string& target, int concurrency, int size) {
+  grpc::ChannelArguments args;
+  if (!o.service_config.empty()) args.SetServiceConfigJSON(o.service_config);
+  auto channel = grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args);
+  auto stub = ringrpc::test::TestService::NewStub(channel);
+  return RunCq<GrpcStub, grpc::CompletionQueue, grpc::ClientContext, grpc::Status>(
+      o, stub.get(), concurrency, size);
+}
+
 // ---- the floor: raw TCP ping-pong ---------------------------------------------
 
 void Pin(int cpu) {
@@ -760,6 +851,10 @@ int main(int argc, char** argv) {
           else if (client == "ringrpc_cb" || client == "ringrpc_sync") {
             if (o.type != "unary") continue;
             r = RunRingrpc(o, client, target, c, size);
+          } else if (client == "ringrpc_cq" || client == "grpc_cq") {
+            if (o.type != "unary") continue;
+            r = client == "ringrpc_cq" ? RunRingrpcCq(o, target, c, size)
+                                       : RunGrpcCq(o, target, c, size);
           } else if (client == "grpc1")
             r = RunGrpc(o, target, c, size, 1);
           else if (client == "grpcK")
@@ -793,6 +888,7 @@ int main(int argc, char** argv) {
         double p50 = row.pct(0.5), p90 = row.pct(0.9), p99 = row.pct(0.99), p999 = row.pct(0.999);
         std::string label = client == "grpc1"   ? "grpc++ 1ch"
                             : client == "grpcK" ? absl::StrCat("grpc++ K=", o.threads)
+                            : client == "grpc_cq" ? "grpc++ cq"
                             : client == "tcp"   ? "tcp floor"
                                                 : client;
         if (!o.json_only) {
@@ -819,19 +915,24 @@ int main(int argc, char** argv) {
         }
       }
       if (!o.json_only) {
-        // Each ringrpc form against grpc++, and the callback and blocking
-        // forms against the coroutine form (issue 17's targets).
-        for (const char* form : {"ringrpc", "ringrpc_cb", "ringrpc_sync"}) {
+        // Each ringrpc form against grpc++, the callback and blocking forms
+        // against the coroutine form, the CQ form against the callback form.
+        for (const char* form : {"ringrpc", "ringrpc_cb", "ringrpc_sync", "ringrpc_cq"}) {
           if (!rows.count(form) || rows[form].qps() == 0) continue;
           Row& ring = rows[form];
-          for (const char* other : {"grpc1", "grpcK", "ringrpc", "transport"}) {
+          for (const char* other :
+               {"grpc_cq", "grpc1", "grpcK", "ringrpc", "ringrpc_cb", "transport"}) {
             if (other == std::string(form) || !rows.count(other) || rows[other].qps() == 0) {
               continue;
             }
+            // The callback form is the CQ form's reference only.
+            if (other == std::string("ringrpc_cb") && form != std::string("ringrpc_cq")) continue;
             Row& g = rows[other];
             std::printf("%-12s / %-10s calls/s %.2fx   cpu/call %.2fx   p50 %.2fx\n", form,
                         other == std::string("grpc1")       ? "grpc++ 1ch"
                         : other == std::string("grpcK")     ? "grpc++ K"
+                        : other == std::string("grpc_cq")   ? "grpc++ cq"
+                        : other == std::string("ringrpc_cb") ? "callback"
                         : other == std::string("transport") ? "transport"
                                                             : "coroutine",
                         ring.qps() / g.qps(), ring.cpu_us() / g.cpu_us(),

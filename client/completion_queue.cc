@@ -27,11 +27,21 @@ bool CqCore::Begin(void* tag) {
 }
 
 void CqCore::End(void* tag, bool ok) {
-  MutexLock lock(&mu_);
-  --pending_;
-  PushLocked(tag, ok);
-  // The last tag owed after Shutdown: every waiter may now return false.
-  if (shutdown_ && pending_ == 0 && waiters_ > 0) cv_.SignalAll();
+  bool wake_one = false, wake_all = false;
+  {
+    MutexLock lock(&mu_);
+    --pending_;
+    if (!closed_) events_.push_back(Event{tag, ok});
+    wake_one = waiters_ > 0;
+    // The last tag owed after Shutdown: every waiter may now return false.
+    wake_all = wake_one && shutdown_ && pending_ == 0;
+  }
+  // Woken after the unlock: the waiter does not wake into a held lock.
+  if (wake_all) {
+    cv_.SignalAll();
+  } else if (wake_one) {
+    cv_.Signal();
+  }
 }
 
 CqCore::Timer CqCore::BeginTimer(void* tag, CqClock::time_point at, bool ok_when_due) {
