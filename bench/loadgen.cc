@@ -886,11 +886,11 @@ int main(int argc, char** argv) {
         if (!rows.count(client)) continue;
         Row& row = rows[client];
         double p50 = row.pct(0.5), p90 = row.pct(0.9), p99 = row.pct(0.99), p999 = row.pct(0.999);
-        std::string label = client == "grpc1"   ? "grpc++ 1ch"
-                            : client == "grpcK" ? absl::StrCat("grpc++ K=", o.threads)
+        std::string label = client == "grpc1"     ? "grpc++ 1ch"
+                            : client == "grpcK"   ? absl::StrCat("grpc++ K=", o.threads)
                             : client == "grpc_cq" ? "grpc++ cq"
-                            : client == "tcp"   ? "tcp floor"
-                                                : client;
+                            : client == "tcp"     ? "tcp floor"
+                                                  : client;
         if (!o.json_only) {
           std::printf(
               "%-12s %10.0f %9.1f %9.1f %9.1f %9.1f %12.1f %9.2f %12.1f %10s %9.1f %10.1f "
@@ -929,12 +929,12 @@ int main(int argc, char** argv) {
             if (other == std::string("ringrpc_cb") && form != std::string("ringrpc_cq")) continue;
             Row& g = rows[other];
             std::printf("%-12s / %-10s calls/s %.2fx   cpu/call %.2fx   p50 %.2fx\n", form,
-                        other == std::string("grpc1")       ? "grpc++ 1ch"
-                        : other == std::string("grpcK")     ? "grpc++ K"
-                        : other == std::string("grpc_cq")   ? "grpc++ cq"
+                        other == std::string("grpc1")        ? "grpc++ 1ch"
+                        : other == std::string("grpcK")      ? "grpc++ K"
+                        : other == std::string("grpc_cq")    ? "grpc++ cq"
                         : other == std::string("ringrpc_cb") ? "callback"
-                        : other == std::string("transport") ? "transport"
-                                                            : "coroutine",
+                        : other == std::string("transport")  ? "transport"
+                                                             : "coroutine",
                         ring.qps() / g.qps(), ring.cpu_us() / g.cpu_us(),
                         ring.pct(0.5) / g.pct(0.5));
           }

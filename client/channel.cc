@@ -15,12 +15,14 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "base/runtime.h"
 #include "client/channel/channel_config.h"
 #include "client/channel/channel_state.h"
 #include "client/channel/subchannel.h"
 #include "client/interceptor.h"
 #include "client/internal/call_opener.h"
 #include "client/runtime/cq_threads.h"
+#include "client/runtime/event_loop.h"
 #include "client/runtime/loop_event.h"
 
 namespace ringrpc {
@@ -270,6 +272,44 @@ bool Channel::WaitForStateChange(ConnectivityState last,
   // answers, idleness), not by polling; it returns at the deadline or on a
   // change (the two enums match one to one).
   return Public(state_->WaitForStateOtherThan(Internal(last), until)) != last;
+}
+
+namespace {
+
+// Looks at the state every 10 ms until it differs from `last` (the tag
+// with ok true), or the tag is no longer owed (its deadline delivered it
+// with ok false, or the queue is gone). The channel is held weakly: a
+// channel dropped meanwhile leaves the deadline to deliver the tag.
+Task<void> WatchState(std::weak_ptr<channel::ChannelState> weak,
+                      std::shared_ptr<internal::CqCore> cq, internal::CqCore::Timer timer,
+                      ConnectivityState last) {
+  runtime::EventLoop& loop = *runtime::EventLoop::Current();
+  for (;;) {
+    co_await SleepUntil(loop, loop.Now() + std::chrono::milliseconds(10));
+    if (!cq->TimerPending(timer)) co_return;
+    std::shared_ptr<channel::ChannelState> st = weak.lock();
+    if (st == nullptr) co_return;
+    if (Public(st->Aggregate()) != last) {
+      cq->EndTimer(timer, true);
+      co_return;
+    }
+  }
+}
+
+}  // namespace
+
+void Channel::NotifyOnStateChangeAt(ConnectivityState last, internal::CqClock::time_point deadline,
+                                    CompletionQueue* cq, void* tag) {
+  if (cq == nullptr) return;
+  const std::shared_ptr<internal::CqCore>& core = internal::CqAccess::Core(cq);
+  const internal::CqCore::Timer timer = core->BeginTimer(tag, deadline, /*ok_when_due=*/false);
+  if (timer.id == 0) return;  // refused: the queue is shut down
+  if (Public(state_->Aggregate()) != last) {
+    core->EndTimer(timer, true);
+    return;
+  }
+  if (cq_thread_count() == 0) return;  // nothing can change: the deadline delivers it
+  Spawn(WatchState(state_, core, timer, last));
 }
 
 bool Channel::WaitForConnected(std::chrono::system_clock::time_point deadline) {

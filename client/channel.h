@@ -29,6 +29,7 @@
 #include "client/channel_arguments.h"
 #include "client/client_call.h"
 #include "client/client_context.h"
+#include "client/completion_queue.h"
 #include "client/status.h"
 #include "pool/metrics.h"
 
@@ -136,6 +137,17 @@ class Channel {
   // on timeout. On one of the channel's CQ threads it does not wait: it
   // says whether the state differs now.
   bool WaitForStateChange(ConnectivityState last, std::chrono::system_clock::time_point deadline);
+  // The CompletionQueue form (grpc++'s NotifyOnStateChange): `tag` comes
+  // out of `cq` with ok == true once the state differs from `last`, or with
+  // ok == false at `deadline` (any std::chrono time point). Never blocks;
+  // any thread. The state is looked at every 10 ms on one of the channel's
+  // CQ threads (and at once). Nothing is delivered for a null `cq`; a
+  // queue already shut down refuses it as it refuses any work.
+  template <typename T>
+  void NotifyOnStateChange(ConnectivityState last, const T& deadline, CompletionQueue* cq,
+                           void* tag) {
+    NotifyOnStateChangeAt(last, internal::ToCqTime(deadline), cq, tag);
+  }
   // Waits until a call from this thread can go out at once: the CQ thread
   // this thread's blocking calls use has a connection to an address the
   // policy picks (other CQ threads connect when they first need to: each
@@ -175,6 +187,8 @@ class Channel {
       const std::string&, const std::shared_ptr<ChannelCredentials>&, const ChannelArguments&,
       std::vector<std::unique_ptr<experimental::ClientInterceptorFactoryInterface>>);
   explicit Channel(std::shared_ptr<channel::ChannelState> state);
+  void NotifyOnStateChangeAt(ConnectivityState last, internal::CqClock::time_point deadline,
+                             CompletionQueue* cq, void* tag);
   Status BlockingUnaryCall(std::string method, ClientContext* ctx, std::string&& request,
                            internal::ResponseSink response);
   void UnaryCallAsync(std::string method, ClientContext* ctx, std::string request,

@@ -483,6 +483,19 @@ TEST(Channel, StateGoesFromIdleToReady) {
   EXPECT_EQ(ch->GetState(false), ConnectivityState::READY);
 }
 
+// The server dies with the channel's connection idle in its pool: the
+// channel leaves READY at once (the pool would find the connection dead
+// only at its next checkout).
+TEST(Channel, StateLeavesReadyWhenTheServerDies) {
+  auto server = StartServer();
+  auto ch = CreateChannel(server->address(), InsecureChannelCredentials());
+  ASSERT_TRUE(ch->WaitForConnected(std::chrono::system_clock::now() + std::chrono::seconds(5)));
+  server->Kill();
+  EXPECT_TRUE(ch->WaitForStateChange(ConnectivityState::READY,
+                                     std::chrono::system_clock::now() + std::chrono::seconds(10)));
+  EXPECT_EQ(ch->GetState(false), ConnectivityState::IDLE);
+}
+
 TEST(Channel, StateGoesBackToIdleWhenEveryConnectionHasClosed) {
   auto server = StartServer();
   ChannelArguments args;

@@ -72,6 +72,12 @@ bool CqCore::EndTimer(const Timer& timer, bool ok) {
   return true;
 }
 
+bool CqCore::TimerPending(const Timer& timer) {
+  MutexLock lock(&mu_);
+  FireDueLocked(CqClock::now());
+  return timers_.count(timer) != 0;
+}
+
 void CqCore::FireDueLocked(CqClock::time_point now) {
   while (!timers_.empty() && timers_.begin()->first.at <= now) {
     auto it = timers_.begin();

@@ -80,6 +80,8 @@ class CqCore {
   Timer BeginTimer(void* tag, CqClock::time_point at, bool ok_when_due);
   // Delivers a timer's tag now with `ok`; false if it was already delivered.
   bool EndTimer(const Timer& timer, bool ok);
+  // The timer's tag is still owed (neither due nor ended, the queue alive).
+  bool TimerPending(const Timer& timer);
 
   Next Wait(void** tag, bool* ok, CqClock::time_point deadline);
   void Shutdown();

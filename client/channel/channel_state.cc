@@ -531,10 +531,14 @@ ConnectivityState ChannelState::Aggregate() const {
       [&](size_t k) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
         ConnectivityState s = list_[k]->PickState();
         // Connected once, but no connection left on any thread (closed when
-        // idle, lost, or the channel went idle): IDLE again, as in gRPC.
+        // idle, lost, or the channel went idle): IDLE again, as in gRPC. A
+        // lost one counts as gone at once, though its pool may still hold
+        // it until its next checkout.
         if (s == ConnectivityState::kReady) {
           pool::PoolMetrics m = list_[k]->pool.Metrics();
-          if (m.live + m.parked == 0) s = ConnectivityState::kIdle;
+          if (m.live + m.parked == 0 || list_[k]->record->open_connections() == 0) {
+            s = ConnectivityState::kIdle;
+          }
         }
         return s;
       },

@@ -90,8 +90,12 @@ Task<absl::StatusOr<SubchannelManager::Connection>> SubchannelManager::Connect()
   if (c.ok()) {
     record->OnConnected();
     transport::Http2Connection* conn = c->get();  // the handler runs inside it
-    (*c)->OnLost([conn, record = record, events = events,
-                  configured = options.keepalive_time](const absl::Status& why) {
+    // Counted open until lost, or until the connection goes with its
+    // handler never run (retired by the pool).
+    auto open = std::make_shared<AddressRecord::OpenConnection>(record);
+    (*c)->OnLost([conn, record = record, events = events, configured = options.keepalive_time,
+                  open = std::move(open)](const absl::Status& why) mutable {
+      open.reset();  // before the event: whoever it wakes sees the count
       std::string reason(why.message());
       if (conn->goaway_code() == kEnhanceYourCalm && conn->goaway_debug() == "too_many_pings") {
         record->OnTooManyPings();

@@ -53,6 +53,22 @@ class AddressRecord {
   // error (the address is backing off, for every thread).
   absl::Status CheckBackoff(TimePoint now) const;
   void OnConnected();  // SETTINGS arrived
+  // Connections to this address that are open and not lost (no GOAWAY, no
+  // failure), on every thread: the pool may still hold a lost one until it
+  // next looks at it, this count drops at once. Held by an OpenConnection.
+  int open_connections() const { return open_.load(std::memory_order_acquire); }
+  class OpenConnection {
+   public:
+    explicit OpenConnection(std::shared_ptr<AddressRecord> r) : r_(std::move(r)) {
+      r_->open_.fetch_add(1);
+    }
+    ~OpenConnection() { r_->open_.fetch_sub(1); }
+    OpenConnection(const OpenConnection&) = delete;
+    OpenConnection& operator=(const OpenConnection&) = delete;
+
+   private:
+    const std::shared_ptr<AddressRecord> r_;
+  };
   void OnConnectFailed(const absl::Status& error, TimePoint now);
   absl::Status last_error() const;
   TimePoint next_attempt() const;
@@ -70,6 +86,7 @@ class AddressRecord {
   const std::string name_;
   std::atomic<ConnectivityState> state_{ConnectivityState::kIdle};
   std::atomic<uint64_t> attempts_{0};
+  std::atomic<int> open_{0};
   std::atomic<int> keepalive_doublings_{0};
   mutable Mutex mu_;
   ConnectionBackoff backoff_ ABSL_GUARDED_BY(mu_);

@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "client/channel.h"
 #include "client/completion_queue.h"
 #include "tests/proto/echo_test.ringrpc.pb.h"
@@ -404,6 +405,58 @@ TEST_F(CqTest, NullQueueFinishSaysInvalidArgument) {
   rpc->Finish(&resp, &status, Tag(1));
   EXPECT_EQ(status.error_code(), StatusCode::INVALID_ARGUMENT);
   EXPECT_NE(status.error_message().find("CompletionQueue"), std::string::npos);
+}
+
+// A server of its own, killed and started again on the same port: the
+// channel's state changes are tags on the queue; a deadline with no change
+// is a tag with ok false.
+TEST(CqStateTest, NotifyOnStateChangeThroughAServerRestart) {
+  auto server = testing::ServerProcess::Start();
+  ASSERT_TRUE(server.ok()) << server.status();
+  const int port = (*server)->port();
+  auto channel = CreateChannel((*server)->address(), InsecureChannelCredentials());
+  ASSERT_TRUE(channel->WaitForConnected(system_clock::now() + seconds(10)));
+  ASSERT_EQ(channel->GetState(false), ConnectivityState::READY);
+  CompletionQueue cq;
+  void* tag;
+  bool ok = true;
+  // No change before the deadline: ok false, not before it.
+  const auto start = std::chrono::steady_clock::now();
+  channel->NotifyOnStateChange(ConnectivityState::READY, system_clock::now() + milliseconds(100),
+                               &cq, Tag(1));
+  ASSERT_TRUE(cq.Next(&tag, &ok));
+  EXPECT_EQ(tag, Tag(1));
+  EXPECT_FALSE(ok);
+  EXPECT_GE(std::chrono::steady_clock::now() - start, milliseconds(99));
+  // A state other than `last` now: at once, ok true.
+  channel->NotifyOnStateChange(ConnectivityState::IDLE, system_clock::now() + seconds(20), &cq,
+                               Tag(2));
+  ASSERT_TRUE(cq.Next(&tag, &ok));
+  EXPECT_EQ(tag, Tag(2));
+  EXPECT_TRUE(ok);
+  // The server goes: READY is left.
+  channel->NotifyOnStateChange(ConnectivityState::READY, system_clock::now() + seconds(20), &cq,
+                               Tag(3));
+  (*server)->Kill();
+  ASSERT_TRUE(cq.Next(&tag, &ok));
+  EXPECT_EQ(tag, Tag(3));
+  EXPECT_TRUE(ok);
+  ConnectivityState now = channel->GetState(false);
+  EXPECT_NE(now, ConnectivityState::READY);
+  // It comes back on the same port: watched until READY again.
+  auto again = testing::ServerProcess::Start(absl::StrCat("127.0.0.1:", port));
+  ASSERT_TRUE(again.ok()) << again.status();
+  const auto give_up = system_clock::now() + seconds(30);
+  while (now != ConnectivityState::READY && system_clock::now() < give_up) {
+    channel->GetState(true);  // asks for a connection, as grpc++ users do
+    channel->NotifyOnStateChange(now, give_up, &cq, Tag(4));
+    ASSERT_TRUE(cq.Next(&tag, &ok));
+    EXPECT_EQ(tag, Tag(4));
+    now = channel->GetState(false);
+  }
+  EXPECT_EQ(now, ConnectivityState::READY);
+  cq.Shutdown();
+  EXPECT_FALSE(cq.Next(&tag, &ok));
 }
 
 // Four threads on one queue, 2,000 calls with up to 64 in flight, an alarm
