@@ -5,7 +5,6 @@
 
 #include "base/byte_buffer.h"
 #include "base/mutex.h"
-#include "client/typed_call.h"
 
 namespace ringrpc {
 namespace internal {
@@ -15,10 +14,10 @@ namespace internal {
 // whichever comes second completes (parses, sets the status, delivers).
 class AsyncUnaryCore {
  public:
-  AsyncUnaryCore(std::shared_ptr<Channel> channel, const char* method, ClientContext* context,
+  AsyncUnaryCore(std::shared_ptr<Channel> channel, std::string method, ClientContext* context,
                  std::string request, CompletionQueue* cq)
       : channel_(std::move(channel)),
-        method_(method),
+        method_(std::move(method)),
         context_(context),
         request_(std::move(request)),
         cq_(cq != nullptr ? CqAccess::Core(cq) : nullptr) {}
@@ -28,7 +27,7 @@ class AsyncUnaryCore {
     started_ = true;
     refs_.fetch_add(1, std::memory_order_relaxed);  // the call's
     // A raw pointer: the callback stays within std::function's own storage.
-    channel_->UnaryCallAsync(method_, context_, std::move(request_), &reply_,
+    channel_->UnaryCallAsync(std::move(method_), context_, std::move(request_), &reply_,
                              [core = this](Status s) { core->OnEnd(std::move(s)); });
   }
 
@@ -49,7 +48,7 @@ class AsyncUnaryCore {
     cq_->End(tag, ok);
   }
 
-  void Finish(google::protobuf::MessageLite* response, Status* status, void* tag) {
+  void Finish(void* response, ReadResponseFn read, Status* status, void* tag) {
     if (cq_ == nullptr) {
       *status = Status(StatusCode::INVALID_ARGUMENT,
                        "Finish on a call made with no CompletionQueue (a null cq)");
@@ -70,6 +69,7 @@ class AsyncUnaryCore {
       } else {
         finish_asked_ = true;
         response_ = response;
+        read_ = read;
         status_ = status;
         finish_tag_ = tag;
         complete_now = ended_;
@@ -122,7 +122,7 @@ class AsyncUnaryCore {
   // Once, after both the end and Finish; the delivery is the last touch of
   // what the caller owns (the reader may go the moment it is seen).
   void Complete() {
-    *status_ = ParseReply(final_, reply_, response_);
+    *status_ = read_(final_, reply_, response_);
     cq_->End(finish_tag_, true);
   }
 
@@ -132,7 +132,7 @@ class AsyncUnaryCore {
 
   std::atomic<int> refs_{1};  // the reader's, and the running call's
   const std::shared_ptr<Channel> channel_;
-  const char* const method_;
+  std::string method_;  // moved into the call
   ClientContext* const context_;
   std::string request_;
   const std::shared_ptr<CqCore> cq_;
@@ -147,14 +147,16 @@ class AsyncUnaryCore {
   bool metadata_ok_ ABSL_GUARDED_BY(mu_) = false;
   // Written before ended_ is set (under mu_), read after it was seen set.
   Status final_;
-  google::protobuf::MessageLite* response_ = nullptr;
+  void* response_ = nullptr;
+  ReadResponseFn read_ = nullptr;
   Status* status_ = nullptr;
   void* finish_tag_ = nullptr;
 };
 
-AsyncUnaryHandle::AsyncUnaryHandle(std::shared_ptr<Channel> channel, const char* method,
+AsyncUnaryHandle::AsyncUnaryHandle(std::shared_ptr<Channel> channel, std::string method,
                                    ClientContext* context, std::string request, CompletionQueue* cq)
-    : core_(new AsyncUnaryCore(std::move(channel), method, context, std::move(request), cq)) {}
+    : core_(new AsyncUnaryCore(std::move(channel), std::move(method), context, std::move(request),
+                               cq)) {}
 
 AsyncUnaryHandle::~AsyncUnaryHandle() { core_->Release(); }
 
@@ -162,8 +164,8 @@ void AsyncUnaryHandle::StartCall() { core_->StartCall(); }
 
 void AsyncUnaryHandle::ReadInitialMetadata(void* tag) { core_->ReadInitialMetadata(tag); }
 
-void AsyncUnaryHandle::Finish(google::protobuf::MessageLite* response, Status* status, void* tag) {
-  core_->Finish(response, status, tag);
+void AsyncUnaryHandle::Finish(void* response, ReadResponseFn read, Status* status, void* tag) {
+  core_->Finish(response, read, status, tag);
 }
 
 }  // namespace internal

@@ -24,10 +24,13 @@
 
 #include <memory>
 #include <string>
+#include <type_traits>
 
+#include "base/byte_buffer.h"
 #include "client/channel.h"
 #include "client/client_context.h"
 #include "client/completion_queue.h"
+#include "client/message_parse.h"
 #include "client/status.h"
 
 namespace ringrpc {
@@ -36,10 +39,33 @@ namespace internal {
 
 class AsyncUnaryCore;
 
+// How a response type is read from the bytes received: a protobuf
+// message parsed (INTERNAL if it does not parse), or std::string (the
+// generic stub's raw bytes) as they are.
+template <class R>
+struct ResponseReader {
+  static Status Read(const Status& s, ByteBuffer& reply, void* out) {
+    if constexpr (std::is_same_v<R, std::string>) {
+      if (s.ok()) *static_cast<std::string*>(out) = std::move(reply).TakeString();
+      return s;
+    } else {
+      return ParseReply(s, reply, static_cast<R*>(out));
+    }
+  }
+  static std::string Serialize(const R& r) {
+    if constexpr (std::is_same_v<R, std::string>) {
+      return r;
+    } else {
+      return r.SerializeAsString();
+    }
+  }
+};
+using ReadResponseFn = Status (*)(const Status&, ByteBuffer&, void*);
+
 // The untyped call behind a ClientAsyncResponseReader.
 class AsyncUnaryHandle {
  public:
-  AsyncUnaryHandle(std::shared_ptr<Channel> channel, const char* method, ClientContext* context,
+  AsyncUnaryHandle(std::shared_ptr<Channel> channel, std::string method, ClientContext* context,
                    std::string request, CompletionQueue* cq);
   ~AsyncUnaryHandle();
   AsyncUnaryHandle(const AsyncUnaryHandle&) = delete;
@@ -47,7 +73,7 @@ class AsyncUnaryHandle {
 
   void StartCall();
   void ReadInitialMetadata(void* tag);
-  void Finish(google::protobuf::MessageLite* response, Status* status, void* tag);
+  void Finish(void* response, ReadResponseFn read, Status* status, void* tag);
 
  private:
   AsyncUnaryCore* core_;
@@ -69,24 +95,28 @@ class ClientAsyncResponseReader final : public ClientAsyncResponseReaderInterfac
  public:
   // What generated stubs call: `start` is AsyncFoo (started now) as
   // opposed to PrepareAsyncFoo (started by StartCall).
-  static ClientAsyncResponseReader* Create(std::shared_ptr<Channel> channel, const char* method,
-                                           ClientContext* context,
-                                           const google::protobuf::MessageLite& request,
+  // `request`: a protobuf message, or (the generic stub's) serialized bytes.
+  template <class Request>
+  static ClientAsyncResponseReader* Create(std::shared_ptr<Channel> channel, std::string method,
+                                           ClientContext* context, const Request& request,
                                            CompletionQueue* cq, bool start) {
-    auto* reader = new ClientAsyncResponseReader(std::move(channel), method, context,
-                                                 request.SerializeAsString(), cq);
+    auto* reader =
+        new ClientAsyncResponseReader(std::move(channel), std::move(method), context,
+                                      internal::ResponseReader<Request>::Serialize(request), cq);
     if (start) reader->StartCall();
     return reader;
   }
 
   void StartCall() override { call_.StartCall(); }
   void ReadInitialMetadata(void* tag) override { call_.ReadInitialMetadata(tag); }
-  void Finish(R* msg, Status* status, void* tag) override { call_.Finish(msg, status, tag); }
+  void Finish(R* msg, Status* status, void* tag) override {
+    call_.Finish(msg, &internal::ResponseReader<R>::Read, status, tag);
+  }
 
  private:
-  ClientAsyncResponseReader(std::shared_ptr<Channel> channel, const char* method,
+  ClientAsyncResponseReader(std::shared_ptr<Channel> channel, std::string method,
                             ClientContext* context, std::string request, CompletionQueue* cq)
-      : call_(std::move(channel), method, context, std::move(request), cq) {}
+      : call_(std::move(channel), std::move(method), context, std::move(request), cq) {}
   internal::AsyncUnaryHandle call_;
 };
 

@@ -16,6 +16,7 @@
 #include <utility>
 
 #include "base/task.h"
+#include "client/async_unary_call.h"
 #include "client/blocking_stream.h"
 #include "client/channel.h"
 
@@ -54,6 +55,16 @@ class GenericStub final {
   Task<std::unique_ptr<ClientCall>> co_Call(ClientContext* context, std::string method,
                                             Status* status) {
     return channel_->Open(std::move(method), context, status);
+  }
+  // The CompletionQueue form (grpc++'s PrepareUnaryCall, with the
+  // request's bytes as a string): StartCall, then Finish(&reply_bytes,
+  // &status, tag).
+  std::unique_ptr<ClientAsyncResponseReader<std::string>> PrepareUnaryCall(
+      ClientContext* context, const std::string& method, const std::string& request,
+      CompletionQueue* cq) {
+    return std::unique_ptr<ClientAsyncResponseReader<std::string>>(
+        ClientAsyncResponseReader<std::string>::Create(channel_, method, context, request, cq,
+                                                       /*start=*/false));
   }
   const std::shared_ptr<Channel>& channel() const { return channel_; }
 

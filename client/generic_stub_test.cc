@@ -1,5 +1,4 @@
-// GenericStub (issue 14, part 5): calls by method name over bytes, in each
-// form, against a grpc++ server process.
+// GenericStub: calls by method name over bytes, in each form, against a grpc++ server process.
 #include "client/generic_stub.h"
 
 #include <gtest/gtest.h>
@@ -65,6 +64,35 @@ TEST_F(GenericStubTest, UnaryInEachForm) {
     }(stub_.get(), method, &reply, &done));
     ASSERT_TRUE(done.get_future().get().ok());
     EXPECT_EQ(PayloadOf(reply), "coroutine");
+  }
+  {
+    CompletionQueue cq;
+    ClientContext ctx;
+    std::string reply;
+    Status status(StatusCode::UNKNOWN, "not set");
+    auto rpc = stub_->PrepareUnaryCall(&ctx, method, Echo("completion queue"), &cq);
+    rpc->StartCall();
+    rpc->Finish(&reply, &status, &reply);
+    void* tag = nullptr;
+    bool ok = false;
+    ASSERT_TRUE(cq.Next(&tag, &ok));
+    EXPECT_EQ(tag, &reply);
+    EXPECT_TRUE(ok);
+    ASSERT_TRUE(status.ok()) << status.ToString();
+    EXPECT_EQ(PayloadOf(reply), "completion queue");
+  }
+  {
+    CompletionQueue cq;  // a method the server does not have: its status
+    ClientContext ctx;
+    std::string reply;
+    Status status;
+    auto rpc = stub_->PrepareUnaryCall(&ctx, "/ringrpc.test.TestService/Nope", "", &cq);
+    rpc->StartCall();
+    rpc->Finish(&reply, &status, &reply);
+    void* tag = nullptr;
+    bool ok = false;
+    ASSERT_TRUE(cq.Next(&tag, &ok));
+    EXPECT_EQ(status.error_code(), StatusCode::UNIMPLEMENTED) << status.ToString();
   }
 }
 

@@ -18,6 +18,7 @@
 #include <string_view>
 
 #include "base/byte_buffer.h"
+#include "client/status.h"
 
 namespace ringrpc {
 
@@ -79,6 +80,18 @@ inline bool ParseMessage(const ByteBuffer& bytes, google::protobuf::MessageLite*
   }
   ByteBufferInputStream in(bytes);
   return out->ParseFromZeroCopyStream(&in);
+}
+
+// The call's status, unless it is OK and `reply` does not parse into
+// `response` (INTERNAL, saying so).
+inline Status ParseReply(const Status& s, const ByteBuffer& reply,
+                         google::protobuf::MessageLite* response) {
+  if (!s.ok()) return s;
+  if (!ParseMessage(reply, response)) {
+    return Status(StatusCode::INTERNAL,
+                  "the response message does not parse as " + response->GetTypeName());
+  }
+  return s;
 }
 
 }  // namespace ringrpc

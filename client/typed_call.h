@@ -22,18 +22,6 @@
 
 namespace ringrpc {
 
-// The call's status, unless it is OK and `reply` does not parse into
-// `response` (INTERNAL, saying so).
-inline Status ParseReply(const Status& s, const ByteBuffer& reply,
-                         google::protobuf::MessageLite* response) {
-  if (!s.ok()) return s;
-  if (!ParseMessage(reply, response)) {
-    return Status(StatusCode::INTERNAL,
-                  "the response message does not parse as " + response->GetTypeName());
-  }
-  return s;
-}
-
 // A streaming call with typed messages. Lives on the CQ thread that
 // opened it.
 template <typename Request, typename Response>
