@@ -1,6 +1,7 @@
 // route_guide: all four call types against a grpc++ RouteGuide server
 // embedded in this process (or --target=host:port), through the generated
-// ringrpc stub in its blocking, callback (reactors) and coroutine forms.
+// ringrpc stub in its blocking, callback (reactors), coroutine and
+// CompletionQueue forms.
 // Checks every answer against the feature map both sides share and exits 0
 // when all are right.
 //
@@ -15,6 +16,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -269,6 +271,89 @@ ringrpc::Task<void> CoroutineTour(RouteGuide::Stub* stub, std::promise<std::stri
   out->set_value(text);
 }
 
+// ---- the CompletionQueue form, in the shape grpc++ async clients have ---------
+
+// Many unary calls in flight, one thread draining the queue (grpc++'s
+// greeter_async_client2 shape): each call's state is its tag.
+class AsyncFeatureClient {
+ public:
+  explicit AsyncFeatureClient(RouteGuide::Stub* stub) : stub_(stub) {}
+
+  void GetFeature(int i, int j) {
+    auto* call = new AsyncClientCall;
+    call->expect = NameAt(i, j);
+    call->response_reader = stub_->PrepareAsyncGetFeature(&call->context, At(i, j), &cq_);
+    call->response_reader->StartCall();
+    call->response_reader->Finish(&call->reply, &call->status, static_cast<void*>(call));
+  }
+
+  // The draining thread's loop: until Shutdown and every tag is out.
+  void AsyncCompleteRpc() {
+    void* got_tag;
+    bool ok = false;
+    while (cq_.Next(&got_tag, &ok)) {
+      auto* call = static_cast<AsyncClientCall*>(got_tag);
+      if (ok && call->status.ok() && call->reply.name() == call->expect) {
+        ++right_;
+      } else {
+        ++wrong_;
+      }
+      delete call;
+    }
+  }
+
+  void Shutdown() { cq_.Shutdown(); }
+  int right() const { return right_; }
+  int wrong() const { return wrong_; }
+
+ private:
+  struct AsyncClientCall {
+    Feature reply;
+    ClientContext context;
+    Status status;
+    std::string expect;
+    std::unique_ptr<::ringrpc::ClientAsyncResponseReader<Feature>> response_reader;
+  };
+  RouteGuide::Stub* stub_;
+  ::ringrpc::CompletionQueue cq_;
+  int right_ = 0, wrong_ = 0;  // the draining thread's
+};
+
+// Bidi driven by tags, step by step, as grpc++'s async examples do: start,
+// write each note and read what comes back, half-close, finish.
+std::string AsyncChat(RouteGuide::Stub* stub) {
+  enum Step : intptr_t { kStarted = 1, kWrote, kRead, kHalfClosed, kFinished };
+  ::ringrpc::CompletionQueue cq;
+  ClientContext ctx;
+  auto next = [&cq](Step want) {
+    void* tag;
+    bool ok = false;
+    return cq.Next(&tag, &ok) && reinterpret_cast<intptr_t>(tag) == want && ok;
+  };
+  std::unique_ptr<::ringrpc::ClientAsyncReaderWriter<RouteNote, RouteNote>> stream =
+      stub->AsyncRouteChat(&ctx, &cq, reinterpret_cast<void*>(kStarted));
+  if (!next(kStarted)) return "start failed";
+  for (const char* m : {"cq one", "cq two"}) {
+    stream->Write(Note(8, 8, m), reinterpret_cast<void*>(kWrote));
+    if (!next(kWrote)) return "write failed";
+  }
+  stream->WritesDone(reinterpret_cast<void*>(kHalfClosed));
+  if (!next(kHalfClosed)) return "half-close failed";
+  std::string text;
+  RouteNote in;
+  for (;;) {
+    stream->Read(&in, reinterpret_cast<void*>(kRead));
+    void* tag;
+    bool ok = false;
+    if (!cq.Next(&tag, &ok) || !ok) break;  // ok false: the stream has ended
+    text += (text.empty() ? "" : " | ") + in.message();
+  }
+  Status status;
+  stream->Finish(&status, reinterpret_cast<void*>(kFinished));
+  if (!next(kFinished) || !status.ok()) return "finish: " + status.ToString();
+  return text;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -349,6 +434,23 @@ int main(int argc, char** argv) {
     channel->Spawn(CoroutineTour(stub.get(), &text));
     std::string t = text.get_future().get();
     Check(t == NameAt(5, 6) + " | co one", "coroutines: " + t);
+  }
+
+  // 6. The CompletionQueue form: 100 unary calls in flight drained by one
+  // thread, then a bidi chat step by step on tags.
+  {
+    AsyncFeatureClient client(stub.get());
+    std::thread drainer(&AsyncFeatureClient::AsyncCompleteRpc, &client);
+    for (int i = 0; i < kGrid; ++i) {
+      for (int j = 0; j < kGrid; ++j) client.GetFeature(i, j);
+    }
+    client.Shutdown();  // Next returns false once every call's tag is out
+    drainer.join();
+    Check(client.right() == kGrid * kGrid && client.wrong() == 0,
+          absl::StrCat("GetFeature x", kGrid * kGrid, " (completion queue): ", client.right(),
+                       " right, ", client.wrong(), " wrong"));
+    std::string chat = AsyncChat(stub.get());
+    Check(chat == "cq one", "RouteChat (completion queue): " + chat);
   }
 
   std::printf("pool: %s\n", channel->Metrics().ToString().c_str());
