@@ -1,9 +1,11 @@
-// The caller-side race suite (issue 11): a randomized, seeded stress of the
+// The caller-side race suite: a randomized, seeded stress of the
 // public API from many threads at once against real grpc++ server processes
 // and a silent raw server. Rounds of: channels made with random settings
 // (process-wide or own CQ threads, pick_first / round_robin, a manual
 // resolver that moves between backends); user threads issuing unary and
-// streaming calls in blocking, callback, reactor and coroutine form, with
+// streaming calls in blocking, callback, reactor, coroutine and
+// CompletionQueue form (tags drained by two threads per queue, the unary
+// calls' queue shut down with calls in flight), with
 // deadlines from time_point::min() to max(); a canceller calling TryCancel
 // at random moments (before start, during connect, mid-stream, after the
 // end); Invalidate(), GetState, resolver updates; contexts reused; the
@@ -48,10 +50,13 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "client/async_stream.h"
+#include "client/async_unary_call.h"
 #include "client/blocking_stream.h"
 #include "client/call_credentials.h"
 #include "client/callback_reactor.h"
 #include "client/channel.h"
+#include "client/completion_queue.h"
 #include "client/interceptor.h"
 #include "client/resolver.h"
 #include "client/transport/address.h"
@@ -89,12 +94,15 @@ enum class Form {
   kWriteReactor,
   kBidiReactor,
   kBlockingBidi,
+  kCqUnary,
+  kCqBidi,
   kCount
 };
 const char* FormName(Form f) {
-  static const char* names[] = {"blocking unary",         "async unary",  "coroutine unary",
-                                "blocking server stream", "read reactor", "write reactor",
-                                "bidi reactor",           "blocking bidi"};
+  static const char* names[] = {
+      "blocking unary", "async unary",   "coroutine unary", "blocking server stream",
+      "read reactor",   "write reactor", "bidi reactor",    "blocking bidi",
+      "cq unary",       "cq bidi"};
   return names[static_cast<int>(f)];
 }
 
@@ -301,6 +309,108 @@ class PingPong final : public ClientBidiReactor<EchoRequest, EchoResponse> {
   std::string wrong_;
 };
 
+// A call in the CompletionQueue form: its steps are tags on the round's
+// queue, each handled by whichever drainer thread takes it; the object
+// deletes itself with its last tag.
+class CqOp {
+ public:
+  virtual ~CqOp() = default;
+  virtual void OnTag(bool ok) = 0;
+};
+
+class CqUnary final : public CqOp {
+ public:
+  CqUnary(TestService::Stub* stub, CallPtr c, CompletionQueue* cq, bool prepare)
+      : c_(std::move(c)) {
+    rpc_ = prepare ? stub->PrepareAsyncUnary(&c_->ctx, c_->req, cq)
+                   : stub->AsyncUnary(&c_->ctx, c_->req, cq);
+    if (prepare) rpc_->StartCall();
+    rpc_->Finish(&c_->resp, &status_, this);  // may run OnTag at once, elsewhere
+  }
+  void OnTag(bool ok) override {
+    if (!ok) status_ = Status(StatusCode::INTERNAL, "Finish's tag came out with ok false");
+    c_->End(status_, status_.ok() && c_->resp.payload() != c_->payload
+                         ? absl::StrCat("got \"", c_->resp.payload(), "\"")
+                         : "");
+    delete this;
+  }
+
+ private:
+  CallPtr c_;
+  Status status_;
+  std::unique_ptr<ClientAsyncResponseReader<EchoResponse>> rpc_;
+};
+
+// Bidi on tags, one step at a time: write, read the echo, ..., half-close,
+// finish.
+class CqPingPong final : public CqOp {
+ public:
+  CqPingPong(TestService::Stub* stub, CallPtr c, CompletionQueue* cq) : c_(std::move(c)) {
+    stream_ = stub->PrepareAsyncBidi(&c_->ctx, cq);
+    stream_->StartCall(this);  // after stream_ is set: the tag may come at once
+  }
+  void OnTag(bool ok) override {
+    switch (step_) {
+      case kStarting:
+      case kWriting:
+        if (!ok) {
+          failed_ = step_ == kStarting ? "start" : absl::StrCat("write ", got_);
+          return Finish();
+        }
+        if (step_ == kWriting) {
+          step_ = kReading;
+          stream_->Read(&in_, this);
+        } else {
+          Send();
+        }
+        return;
+      case kReading: {
+        if (!ok) {
+          failed_ = absl::StrCat("read ", got_);
+          return Finish();
+        }
+        std::string want = absl::StrCat(c_->payload, "/", got_);
+        if (in_.payload() != want) wrong_ = absl::StrCat("got \"", in_.payload(), "\" for ", want);
+        if (++got_ < c_->messages) return Send();
+        step_ = kHalfClosing;
+        stream_->WritesDone(this);
+        return;
+      }
+      case kHalfClosing:
+        return Finish();
+      case kFinishing:
+        if (status_.ok() && wrong_.empty() && got_ != c_->messages) {
+          wrong_ = absl::StrCat(got_, " echoes of ", c_->messages, " (", failed_, " failed)");
+        }
+        if (!ok) wrong_ = "Finish's tag came out with ok false";
+        c_->End(status_, wrong_);
+        delete this;
+        return;
+    }
+  }
+
+ private:
+  enum Step { kStarting, kWriting, kReading, kHalfClosing, kFinishing };
+  void Send() {
+    out_.set_payload(absl::StrCat(c_->payload, "/", got_));
+    step_ = kWriting;
+    stream_->Write(out_, this);
+  }
+  void Finish() {
+    step_ = kFinishing;
+    stream_->Finish(&status_, this);
+  }
+  CallPtr c_;
+  std::unique_ptr<ClientAsyncReaderWriter<EchoRequest, EchoResponse>> stream_;
+  Step step_ = kStarting;
+  EchoRequest out_;
+  EchoResponse in_;
+  int got_ = 0;
+  std::string wrong_;
+  std::string failed_;  // the step whose tag came out with ok false
+  Status status_;
+};
+
 Task<void> CoroutineUnary(std::shared_ptr<TestService::Stub> stub, CallPtr c) {
   Status s = co_await stub->co_Unary(&c->ctx, c->req, &c->resp);
   c->End(s, s.ok() && c->resp.payload() != c->payload
@@ -354,6 +464,14 @@ struct Backends {
 class Round {
  public:
   Round(const Backends& b, uint64_t seed, Stats* stats) : b_(b), seed_(seed), stats_(stats) {}
+  // The drainers end once the queue has delivered every tag (or, when a
+  // call was lost and the test failed, within 100 ms of being told).
+  ~Round() {
+    cq_->Shutdown();
+    stream_cq_->Shutdown();
+    abandon_ = true;
+    for (std::thread& d : drainers_) d.join();
+  }
 
   // Runs the round; returns every call it started.
   std::vector<CallPtr> Run() {
@@ -368,6 +486,30 @@ class Round {
       channel_setup_ += ", with channel churn";
       churn_target = b_.servers[rng() % b_.servers.size()]->address();
     }
+    // Two threads drain each of the round's CompletionQueues: one for CQ
+    // unary calls (shut down as soon as the users stop, with calls in
+    // flight: their Finish tags still come), one for CQ streams (whose
+    // next steps are new work a shut-down queue refuses: shut down at the
+    // round's end).
+    for (int d = 0; d < 4; ++d) {
+      CompletionQueue* cq = d < 2 ? cq_.get() : stream_cq_.get();
+      drainers_.emplace_back([this, cq] {
+        void* tag;
+        bool ok;
+        for (;;) {
+          switch (cq->AsyncNext(&tag, &ok, SysClock::now() + milliseconds(100))) {
+            case CompletionQueue::SHUTDOWN:
+              return;
+            case CompletionQueue::GOT_EVENT:
+              static_cast<CqOp*>(tag)->OnTag(ok);
+              break;
+            case CompletionQueue::TIMEOUT:
+              if (abandon_) return;
+              break;
+          }
+        }
+      });
+    }
     const int threads = 2 + int(rng() % 3);
     std::vector<std::thread> users;
     for (int t = 0; t < threads; ++t) {
@@ -381,6 +523,8 @@ class Round {
     std::thread canceller([this] { Canceller(Rng(seed_ * 17 + 7)); });
     std::thread chaos([this] { Chaos(Rng(seed_ * 13 + 5)); });
     for (auto& u : users) u.join();
+    // Shut down with CQ-form calls still in flight: their tags still come.
+    cq_->Shutdown();
     for (auto& c : churners) c.join();
     stop_ = true;
     canceller.join();
@@ -554,8 +698,8 @@ class Round {
     }
     // A unary call the server is asked to fail UNAVAILABLE: retried or
     // hedged where the round's channel says so, then ends with it.
-    const bool unary =
-        form == Form::kBlockingUnary || form == Form::kAsyncUnary || form == Form::kCoroutineUnary;
+    const bool unary = form == Form::kBlockingUnary || form == Form::kAsyncUnary ||
+                       form == Form::kCoroutineUnary || form == Form::kCqUnary;
     if (unary && !silent_ && rng() % 6 == 0) {
       c->req.set_status_code(static_cast<int>(StatusCode::UNAVAILABLE));
       c->req.set_status_message(std::string(kProvoked) + " server");
@@ -704,6 +848,12 @@ class Round {
           c->End(s, wrong);
           break;
         }
+        case Form::kCqUnary:
+          new CqUnary(stub.get(), c, cq_.get(), rng() % 2 == 0);
+          break;
+        case Form::kCqBidi:
+          new CqPingPong(stub.get(), c, stream_cq_.get());
+          break;
         case Form::kCount:
           break;
       }
@@ -812,6 +962,10 @@ class Round {
   std::deque<CallPtr> recent_;
   std::atomic<uint64_t> next_id_{0};
   std::atomic<bool> stop_{false};
+  const std::unique_ptr<CompletionQueue> cq_ = std::make_unique<CompletionQueue>();
+  const std::unique_ptr<CompletionQueue> stream_cq_ = std::make_unique<CompletionQueue>();
+  std::vector<std::thread> drainers_;
+  std::atomic<bool> abandon_{false};
 };
 
 bool ServerDropped(const Status& s) {
