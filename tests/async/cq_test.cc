@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "client/channel.h"
 #include "client/completion_queue.h"
+#include "client/interceptor.h"
 #include "tests/proto/echo_test.ringrpc.pb.h"
 #include "tests/testing/server_process.h"
 
@@ -457,6 +458,104 @@ TEST(CqStateTest, NotifyOnStateChangeThroughAServerRestart) {
   EXPECT_EQ(now, ConnectivityState::READY);
   cq.Shutdown();
   EXPECT_FALSE(cq.Next(&tag, &ok));
+}
+
+// What the other forms have works the same in the CompletionQueue form:
+// retries (a unary call and a stream's replay), an interceptor,
+// compression both ways.
+class CqFeaturesTest : public CqTest {
+ protected:
+  static std::shared_ptr<Channel> WithRetries() {
+    ChannelArguments args;
+    args.SetServiceConfigJSON(
+        R"({"methodConfig": [{"name": [{"service": "ringrpc.test.TestService"}],
+            "retryPolicy": {"maxAttempts": 3, "initialBackoff": "0.01s", "maxBackoff": "0.05s",
+            "backoffMultiplier": 2, "retryableStatusCodes": ["UNAVAILABLE"]}}]})");
+    return CreateCustomChannel(server_->address(), InsecureChannelCredentials(), args);
+  }
+};
+
+TEST_F(CqFeaturesTest, AUnaryCallIsRetriedAndItsTagComesOnce) {
+  auto stub = TestService::NewStub(WithRetries());
+  ClientContext ctx;
+  ctx.AddMetadata("x-call-key", "cq-unary-retry");
+  ctx.AddMetadata("x-fail-attempts", "2");
+  EchoRequest req;
+  req.set_payload("third time");
+  EchoResponse resp;
+  Status status;
+  stub->AsyncUnary(&ctx, req, &cq_)->Finish(&resp, &status, Tag(1));
+  EXPECT_EQ(NextTag(&cq_), std::make_pair(Tag(1), true));
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(resp.payload(), "third time");
+  EXPECT_EQ(ctx.GetServerInitialMetadata().find("x-attempt")->second, "2");
+  void* more;
+  bool ok;
+  EXPECT_EQ(cq_.AsyncNext(&more, &ok, system_clock::now() + milliseconds(50)),
+            CompletionQueue::TIMEOUT);
+}
+
+TEST_F(CqFeaturesTest, AStreamIsReplayedOnARetry) {
+  auto stub = TestService::NewStub(WithRetries());
+  ClientContext ctx;
+  ctx.AddMetadata("x-call-key", "cq-stream-retry");
+  ctx.AddMetadata("x-fail-attempts", "1");
+  EchoResponse resp;
+  auto stream = stub->AsyncClientStream(&ctx, &resp, &cq_, Tag(1));
+  EXPECT_EQ(NextTag(&cq_).first, Tag(1));
+  for (int i = 0; i < 3; ++i) {
+    EchoRequest req;
+    req.set_payload("abcd");
+    stream->Write(req, Tag(2));
+    EXPECT_EQ(NextTag(&cq_), std::make_pair(Tag(2), true));
+  }
+  stream->WritesDone(Tag(3));
+  EXPECT_EQ(NextTag(&cq_), std::make_pair(Tag(3), true));
+  Status status;
+  stream->Finish(&status, Tag(4));
+  EXPECT_EQ(NextTag(&cq_), std::make_pair(Tag(4), true));
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(resp.count(), 3);  // the second attempt got every message again
+  EXPECT_EQ(ctx.GetServerInitialMetadata().find("x-attempt")->second, "1");
+}
+
+class EchoHeaderInterceptor final : public experimental::Interceptor {
+ public:
+  void Intercept(experimental::InterceptorBatchMethods* m) override {
+    if (m->QueryInterceptionHookPoint(
+            experimental::InterceptionHookPoints::PRE_SEND_INITIAL_METADATA)) {
+      m->GetSendInitialMetadata()->emplace("x-echo-intercepted", "yes");
+    }
+    m->Proceed();
+  }
+};
+class EchoHeaderFactory final : public experimental::ClientInterceptorFactoryInterface {
+ public:
+  experimental::Interceptor* CreateClientInterceptor(experimental::ClientRpcInfo*) override {
+    return new EchoHeaderInterceptor();
+  }
+};
+
+TEST_F(CqFeaturesTest, InterceptorsAndCompressionApply) {
+  std::vector<std::unique_ptr<experimental::ClientInterceptorFactoryInterface>> factories;
+  factories.push_back(std::make_unique<EchoHeaderFactory>());
+  auto stub = TestService::NewStub(experimental::CreateCustomChannelWithInterceptors(
+      server_->address(), InsecureChannelCredentials(), ChannelArguments(), std::move(factories)));
+  ClientContext ctx;
+  ctx.set_compression_algorithm(CompressionAlgorithm::kGzip);
+  ctx.AddMetadata("x-compress-response", "gzip");
+  EchoRequest req;
+  req.set_payload(std::string(4096, 'z'));
+  EchoResponse resp;
+  Status status;
+  auto rpc = stub->PrepareAsyncUnary(&ctx, req, &cq_);
+  rpc->StartCall();
+  rpc->Finish(&resp, &status, Tag(1));
+  EXPECT_EQ(NextTag(&cq_), std::make_pair(Tag(1), true));
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(resp.payload(), std::string(4096, 'z'));
+  EXPECT_EQ(ctx.GetServerInitialMetadata().count("x-echo-intercepted"), 1u);
+  EXPECT_EQ(ctx.response_compression_algorithm(), CompressionAlgorithm::kGzip);
 }
 
 // Four threads on one queue, 2,000 calls with up to 64 in flight, an alarm
