@@ -71,6 +71,11 @@ class AsyncStreamCore final : public ClientReactorBase {
     StartReadBytes(out);
   }
 
+  void ReadRaw(std::string* out, void* tag) {
+    if (!Owe(tag, &reads_)) return;
+    StartReadRaw(out);
+  }
+
   void Write(std::string bytes, WriteOptions options, void* tag) {
     if (!Owe(tag, &writes_)) return;
     StartWriteBytes(std::move(bytes), options.is_last_message(), !options.get_no_compression());
@@ -258,6 +263,8 @@ void AsyncStreamHandle::ReadInitialMetadata(void* tag) { core_->ReadInitialMetad
 void AsyncStreamHandle::Read(google::protobuf::MessageLite* out, void* tag) {
   core_->Read(out, tag);
 }
+
+void AsyncStreamHandle::Read(std::string* raw, void* tag) { core_->ReadRaw(raw, tag); }
 
 void AsyncStreamHandle::Write(std::string bytes, WriteOptions options, void* tag) {
   core_->Write(std::move(bytes), options, tag);

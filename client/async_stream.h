@@ -29,6 +29,7 @@
 
 #include <memory>
 #include <string>
+#include <type_traits>
 
 #include "client/callback_reactor.h"
 #include "client/channel.h"
@@ -56,6 +57,7 @@ class AsyncStreamHandle {
   void StartCall(void* tag);
   void ReadInitialMetadata(void* tag);
   void Read(google::protobuf::MessageLite* out, void* tag);
+  void Read(std::string* raw, void* tag);  // the bytes, unparsed
   void Write(std::string bytes, WriteOptions options, void* tag);
   void WritesDone(void* tag);
   void Finish(Status* status, void* tag);
@@ -183,7 +185,11 @@ class ClientAsyncReaderWriter final : public ClientAsyncReaderWriterInterface<W,
   void Read(R* msg, void* tag) override { call_.Read(msg, tag); }
   void Write(const W& msg, void* tag) override { Write(msg, WriteOptions(), tag); }
   void Write(const W& msg, WriteOptions options, void* tag) override {
-    call_.Write(msg.SerializeAsString(), options, tag);
+    if constexpr (std::is_same_v<W, std::string>) {
+      call_.Write(msg, options, tag);  // the generic stub's bytes
+    } else {
+      call_.Write(msg.SerializeAsString(), options, tag);
+    }
   }
   void WritesDone(void* tag) override { call_.WritesDone(tag); }
   void Finish(Status* status, void* tag) override { call_.Finish(status, tag); }

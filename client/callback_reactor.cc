@@ -21,7 +21,8 @@ class ReactorCore : public std::enable_shared_from_this<ReactorCore> {
   struct Op {
     enum class Kind : uint8_t { kRead, kWrite, kWritesDone, kHolds };
     Kind kind = Kind::kRead;
-    google::protobuf::MessageLite* out = nullptr;  // kRead
+    google::protobuf::MessageLite* out = nullptr;  // kRead: a message, or
+    std::string* raw = nullptr;                    // the bytes as they came
     std::string bytes;                             // kWrite
     bool last = false;                             // kWrite: then WritesDone
     bool compress = true;                          // kWrite: unless WriteOptions said no
@@ -141,7 +142,7 @@ class ReactorCore : public std::enable_shared_from_this<ReactorCore> {
     }
     if (done_) return;  // after OnDone: the reactor may be gone
     if (op.kind == Kind::kRead) {
-      reads_.push_back(op.out);
+      reads_.push_back(ReadTarget{op.out, op.raw});
       PumpReads();
     } else {
       writes_.push_back(std::move(op));
@@ -155,7 +156,7 @@ class ReactorCore : public std::enable_shared_from_this<ReactorCore> {
     if (reading_ || reads_.empty()) return;
     reading_ = true;
     ++running_;
-    google::protobuf::MessageLite* out = reads_.front();
+    ReadTarget out = reads_.front();
     reads_.pop_front();
     run_loop_->Post(
         [self = shared_from_this(), out] { self->run_loop_->Spawn(self->ReadOne(self, out)); });
@@ -169,13 +170,23 @@ class ReactorCore : public std::enable_shared_from_this<ReactorCore> {
     run_loop_->Post([self = shared_from_this()] { self->run_loop_->Spawn(self->WriteOne(self)); });
   }
 
-  Task<void> ReadOne(std::shared_ptr<ReactorCore> self, google::protobuf::MessageLite* out) {
+  struct ReadTarget {
+    google::protobuf::MessageLite* msg;
+    std::string* raw;
+  };
+
+  Task<void> ReadOne(std::shared_ptr<ReactorCore> self, ReadTarget out) {
     bool ok = false;
     if (call_ != nullptr) {
       std::optional<ByteBuffer> m = co_await call_->ReadBuffer();
       if (m) {
         ReportMetadata(call_->PublishInitialMetadata());  // as in grpc++: first
-        ok = Parse(*m, out);
+        if (out.raw != nullptr) {
+          *out.raw = std::move(*m).TakeString();
+          ok = true;
+        } else {
+          ok = Parse(*m, out.msg);
+        }
       }
     }
     reactor_->OnReadDone(ok);
@@ -283,7 +294,7 @@ class ReactorCore : public std::enable_shared_from_this<ReactorCore> {
   std::unique_ptr<ClientCall> call_;
   bool opened_ = false;
   std::vector<Op> before_open_;
-  std::deque<google::protobuf::MessageLite*> reads_;
+  std::deque<ReadTarget> reads_;
   bool reading_ = false;
   std::deque<Op> writes_;
   bool writing_ = false;
@@ -320,6 +331,10 @@ void ClientReactorBase::RemoveHold() { core_->Submit(Op{.kind = Op::Kind::kHolds
 
 void ClientReactorBase::StartReadBytes(google::protobuf::MessageLite* out) {
   core_->Submit(Op{.kind = Op::Kind::kRead, .out = out});
+}
+
+void ClientReactorBase::StartReadRaw(std::string* out) {
+  core_->Submit(Op{.kind = Op::Kind::kRead, .raw = out});
 }
 
 void ClientReactorBase::StartWriteBytes(std::string message, bool last, bool compress) {

@@ -77,6 +77,8 @@ class ClientReactorBase {
  protected:
   ClientReactorBase();
   void StartReadBytes(google::protobuf::MessageLite* out);
+  // The next message's bytes as received, unparsed (the generic stub's).
+  void StartReadRaw(std::string* out);
   void StartWriteBytes(std::string message, bool last, bool compress = true);
   void StartWritesDoneOp();
 

@@ -16,6 +16,7 @@
 #include <utility>
 
 #include "base/task.h"
+#include "client/async_stream.h"
 #include "client/async_unary_call.h"
 #include "client/blocking_stream.h"
 #include "client/channel.h"
@@ -65,6 +66,15 @@ class GenericStub final {
     return std::unique_ptr<ClientAsyncResponseReader<std::string>>(
         ClientAsyncResponseReader<std::string>::Create(channel_, method, context, request, cq,
                                                        /*start=*/false));
+  }
+  // A stream of any kind in the CompletionQueue form, over bytes (grpc++'s
+  // PrepareCall): StartCall(tag), then Write / Read / WritesDone / Finish.
+  std::unique_ptr<ClientAsyncReaderWriter<std::string, std::string>> PrepareCall(
+      ClientContext* context, const std::string& method, CompletionQueue* cq) {
+    return std::unique_ptr<ClientAsyncReaderWriter<std::string, std::string>>(
+        ClientAsyncReaderWriter<std::string, std::string>::Create(channel_, method.c_str(), context,
+                                                                  cq,
+                                                                  /*start=*/false, nullptr));
   }
   const std::shared_ptr<Channel>& channel() const { return channel_; }
 

@@ -96,6 +96,38 @@ TEST_F(GenericStubTest, UnaryInEachForm) {
   }
 }
 
+TEST_F(GenericStubTest, ACompletionQueueStreamOverBytes) {
+  CompletionQueue cq;
+  ClientContext ctx;
+  auto stream = stub_->PrepareCall(&ctx, "/ringrpc.test.TestService/Bidi", &cq);
+  auto next = [&cq](intptr_t want) {
+    void* tag = nullptr;
+    bool ok = false;
+    EXPECT_TRUE(cq.Next(&tag, &ok));
+    EXPECT_EQ(tag, reinterpret_cast<void*>(want));
+    return ok;
+  };
+  stream->StartCall(reinterpret_cast<void*>(1));
+  ASSERT_TRUE(next(1));
+  for (int i = 0; i < 3; ++i) {
+    stream->Write(Echo("b" + std::to_string(i)), reinterpret_cast<void*>(2));
+    ASSERT_TRUE(next(2));
+    std::string reply;
+    stream->Read(&reply, reinterpret_cast<void*>(3));
+    ASSERT_TRUE(next(3));
+    EXPECT_EQ(PayloadOf(reply), "b" + std::to_string(i));
+  }
+  stream->WritesDone(reinterpret_cast<void*>(4));
+  ASSERT_TRUE(next(4));
+  std::string none;
+  stream->Read(&none, reinterpret_cast<void*>(5));
+  EXPECT_FALSE(next(5));  // the end of the stream
+  Status status;
+  stream->Finish(&status, reinterpret_cast<void*>(6));
+  EXPECT_TRUE(next(6));
+  EXPECT_TRUE(status.ok()) << status.ToString();
+}
+
 TEST_F(GenericStubTest, ABidiStreamOverBytes) {
   ClientContext ctx;
   auto stream = stub_->Call(&ctx, "/ringrpc.test.TestService/Bidi");
