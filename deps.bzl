@@ -16,6 +16,10 @@ checkout (found through their labels: the path is written once, above):
 A repository the workspace declared before this call is left as it is.
 """
 
+# The release this checkout is (client/version.h and CMakeLists.txt agree:
+# tools/check-version.sh).
+RINGRPC_VERSION = "0.1.0"
+
 def _checkout_dir_impl(rctx):
     # rctx.attr.marker is a file at the top of the directory to mirror.
     src = rctx.path(rctx.attr.marker).dirname

@@ -31,6 +31,7 @@
 #include "client/client_context.h"
 #include "client/completion_queue.h"
 #include "client/status.h"
+#include "client/version.h"
 #include "pool/metrics.h"
 
 namespace ringrpc {

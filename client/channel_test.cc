@@ -474,6 +474,13 @@ TEST(Channel, WaitForConnectedRightAfterCreationConnects) {
   EXPECT_EQ(ch->GetState(false), ConnectivityState::READY);
 }
 
+TEST(Channel, TheLibraryIsTheVersionItsHeaderSays) {
+  EXPECT_STREQ(Version(), RINGRPC_VERSION);
+  EXPECT_EQ(std::string(RINGRPC_VERSION), std::to_string(RINGRPC_VERSION_MAJOR) + "." +
+                                              std::to_string(RINGRPC_VERSION_MINOR) + "." +
+                                              std::to_string(RINGRPC_VERSION_PATCH));
+}
+
 TEST(Channel, StateGoesFromIdleToReady) {
   auto server = StartServer();
   auto ch = CreateChannel(server->address(), InsecureChannelCredentials());

@@ -50,6 +50,7 @@ set(RINGRPC_SOURCES
   client/transport/metadata.cc
   client/transport/tls.cc
   client/unary_call.cc
+  client/version.cc
   client/xds/bootstrap.cc
   client/xds/xds_target.cc
   pool/config.cc
@@ -125,6 +126,7 @@ set(RINGRPC_HEADERS
   client/transport/metadata.h
   client/transport/tls.h
   client/typed_call.h
+  client/version.h
   client/write_options.h
   client/xds/bootstrap.h
   client/xds/xds_target.h

@@ -94,6 +94,7 @@ run_check() {
 
 run_check layers tools/check-layers.sh
 run_check format tools/check-format.sh
+run_check version tools/check-version.sh
 # Library targets only: the analysis is about the library's locks.
 libs=$(bazel query --noshow_progress \
   'attr(testonly, 0, kind("cc_library", //base/... + //pool/... + //client/...))' 2>/dev/null)
