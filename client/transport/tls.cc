@@ -37,10 +37,27 @@ bool IsIpAddress(const std::string& name) {
          inet_pton(AF_INET6, name.c_str(), addr) == 1;
 }
 
+// OpenSSL frees its global locks in an atexit handler unless told not to.
+// ringrpc's CQ threads outlive main() (they are never joined at exit) and
+// may be closing a TLS connection (SSL_CTX_free takes such a lock) while
+// that handler runs: a use of freed memory at exit. So OpenSSL is set up
+// without the handler, once, before ringrpc's first use of it. (If the
+// program set OpenSSL up first, its choice stands: see the user guide.)
+void InitOpenSslOnce() {
+  static const bool done = [] {
+    OPENSSL_init_ssl(
+        OPENSSL_INIT_NO_ATEXIT | OPENSSL_INIT_LOAD_SSL_STRINGS | OPENSSL_INIT_LOAD_CRYPTO_STRINGS,
+        nullptr);
+    return true;
+  }();
+  (void)done;
+}
+
 }  // namespace
 
 absl::StatusOr<std::shared_ptr<const TlsConfig>> MakeTlsConfig(const TlsPem& pem,
                                                                std::string server_name) {
+  InitOpenSslOnce();
   ERR_clear_error();
   std::shared_ptr<SSL_CTX> ctx(SSL_CTX_new(TLS_client_method()), SSL_CTX_free);
   if (ctx == nullptr) return absl::InternalError("SSL_CTX_new: " + LastError());

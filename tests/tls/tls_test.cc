@@ -100,6 +100,11 @@ std::string WriteFile(const std::string& name, const std::string& text) {
 class TlsTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
+    // This program uses OpenSSL (to make certificates) before ringrpc does:
+    // as the user guide says, such a program sets OpenSSL up without its
+    // exit-time cleanup, which would race ringrpc's CQ threads closing TLS
+    // connections as the process exits.
+    OPENSSL_init_crypto(OPENSSL_INIT_NO_ATEXIT, nullptr);
     ca_ = new KeyAndCert(MakeCert("ringrpc test CA", "", nullptr));
     other_ca_ = new KeyAndCert(MakeCert("some other CA", "", nullptr));
     server_ = new KeyAndCert(MakeCert("localhost", "DNS:localhost,IP:127.0.0.1", ca_));
