@@ -336,16 +336,22 @@ class CallbackUnarySlot {
 using RingCallbackSlot = CallbackUnarySlot<RingStub, ringrpc::ClientContext>;
 using GrpcUnarySlot = CallbackUnarySlot<GrpcStub, grpc::ClientContext>;
 
-// `form`: "ringrpc" (coroutines spawned round the CQ threads), "ringrpc_cb"
-// (callbacks) or "ringrpc_sync" (blocking calls, a thread per slot).
-Result RunRingrpc(const Options& o, const std::string& form, const std::string& target,
-                  int concurrency, int size) {
+// The ringrpc client's channel: `threads` CQ threads of its own, a pool of
+// its own, the --ringrpc_arg settings and the service config.
+std::shared_ptr<ringrpc::Channel> RingChannel(const Options& o, const std::string& target) {
   ringrpc::ChannelArguments args;
   args.SetInt("ringrpc.cq_threads", o.threads);
   args.SetInt("grpc.use_local_subchannel_pool", 1);
   for (const auto& [key, value] : o.ringrpc_args) args.SetInt(key, value);
   if (!o.service_config.empty()) args.SetServiceConfigJSON(o.service_config);
-  auto channel = ringrpc::CreateCustomChannel(target, ringrpc::InsecureChannelCredentials(), args);
+  return ringrpc::CreateCustomChannel(target, ringrpc::InsecureChannelCredentials(), args);
+}
+
+// `form`: "ringrpc" (coroutines spawned round the CQ threads), "ringrpc_cb"
+// (callbacks) or "ringrpc_sync" (blocking calls, a thread per slot).
+Result RunRingrpc(const Options& o, const std::string& form, const std::string& target,
+                  int concurrency, int size) {
+  auto channel = RingChannel(o, target);
   auto stub = ringrpc::test::ringrpc::TestService::NewStub(channel);
   EchoRequest req = Request(o, size);
   Phase phase;
@@ -653,13 +659,7 @@ Result RunCq(const Options& o, Stub* stub, int concurrency, int size) {
 }
 
 Result RunRingrpcCq(const Options& o, const std::string& target, int concurrency, int size) {
-  ringrpc::ChannelArguments args;
-  args.SetInt("ringrpc.cq_threads", o.threads);
-  args.SetInt("grpc.use_local_subchannel_pool", 1);
-  for (const auto& [key, value] : o.ringrpc_args) args.SetInt(key, value);
-  if (!o.service_config.empty()) args.SetServiceConfigJSON(o.service_config);
-  auto channel = ringrpc::CreateCustomChannel(target, ringrpc::InsecureChannelCredentials(), args);
-  auto stub = ringrpc::test::ringrpc::TestService::NewStub(channel);
+  auto stub = ringrpc::test::ringrpc::TestService::NewStub(RingChannel(o, target));
   return RunCq<RingStub, ringrpc::CompletionQueue, ringrpc::ClientContext, ringrpc::Status>(
       o, stub.get(), concurrency, size);
 }
