@@ -15,6 +15,7 @@
 #include <variant>
 
 #include "client/call_metrics.h"
+#include "client/client_context.h"
 #include "client/cq_thread_set.h"
 #include "client/subchannel_events.h"
 
@@ -35,6 +36,14 @@ class ChannelArguments {
   void SetServiceConfigJSON(const std::string& json) { SetString("grpc.service_config", json); }
   void SetUserAgentPrefix(const std::string& prefix) {
     SetString("grpc.primary_user_agent", prefix);
+  }
+  // grpc.default_compression_algorithm: request messages of every call.
+  void SetCompressionAlgorithm(CompressionAlgorithm algorithm) {
+    SetInt("grpc.default_compression_algorithm", static_cast<int>(algorithm));
+  }
+  // grpc.ssl_target_name_override: the name TLS sends and checks.
+  void SetSslTargetNameOverride(const std::string& name) {
+    SetString("grpc.ssl_target_name_override", name);
   }
 
   // ringrpc: receives the lifecycle events of this channel's subchannels.

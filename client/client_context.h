@@ -86,6 +86,8 @@ class ClientContext {
   // Overrides the service config's waitForReady for this call.
   void set_wait_for_ready(bool wait) { wait_for_ready_ = wait; }
   bool wait_for_ready() const { return wait_for_ready_.value_or(false); }
+  // grpc++'s older name for the same setting: fail fast = not wait_for_ready.
+  void set_fail_fast(bool fail_fast) { set_wait_for_ready(!fail_fast); }
 
   // Ends the call CANCELLED (if it has not ended). Any thread; idempotent.
   void TryCancel() {

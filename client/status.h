@@ -7,6 +7,7 @@
 #ifndef RINGRPC_CLIENT_STATUS_H_
 #define RINGRPC_CLIENT_STATUS_H_
 
+#include <ostream>
 #include <string>
 #include <utility>
 
@@ -36,6 +37,11 @@ enum class StatusCode : int {
 
 // "OK", "CANCELLED", ... "UNAUTHENTICATED".
 const char* StatusCodeName(StatusCode code);
+
+// As grpc++'s StatusCode (a plain enum) prints: the number.
+inline std::ostream& operator<<(std::ostream& os, StatusCode code) {
+  return os << static_cast<int>(code);
+}
 
 class Status {
  public:
