@@ -22,7 +22,10 @@
 //   operations still run to their end, their tags go nowhere, nothing
 //   leaks.
 // Threading: every method of CompletionQueue may be called from any thread.
-// An Alarm, like grpc++'s, is used by one thread at a time.
+// An Alarm, like grpc++'s, is used by one thread at a time. On one of
+// ringrpc's CQ threads (inside a callback, reaction or coroutine) only a
+// polling AsyncNext (a deadline already past) is fit: Next, or a future
+// deadline, sleeps that thread, and the tags it would deliver with it.
 #ifndef RINGRPC_CLIENT_COMPLETION_QUEUE_H_
 #define RINGRPC_CLIENT_COMPLETION_QUEUE_H_
 
