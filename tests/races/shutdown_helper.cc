@@ -64,7 +64,7 @@ void StartLoad(TestService::Stub* stub, int unary, int bidi) {
   for (int i = 0; i < unary; ++i) {
     auto* c = new InFlight();
     in_flight->push_back(c);
-    c->req.set_sleep_ms(5000);
+    c->req.set_sleep_ms(20000);
     c->req.set_payload(std::string(100 + i, 'x'));
     stub->async()->Unary(&c->ctx, &c->req, &c->resp, [](Status) {});
   }

@@ -104,8 +104,9 @@ TEST_P(Shutdown, EndsAtOnceWithStatusZeroAndNoReport) {
       << e.out;
   EXPECT_EQ(WEXITSTATUS(e.status), 0) << GetParam() << "; output:\n" << e.out;
   EXPECT_THAT(e.out, ::testing::HasSubstr("LOADED")) << GetParam();
-  // The slow calls sleep 5 s on the server: ending must not wait for them.
-  EXPECT_LT(took, seconds(4)) << GetParam() << "; output:\n" << e.out;
+  // The slow calls sleep 20 s on the server: ending must not wait for them
+  // (the bound leaves room for a loaded machine starting the helper).
+  EXPECT_LT(took, seconds(15)) << GetParam() << "; output:\n" << e.out;
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, Shutdown,
