@@ -16,7 +16,7 @@ checkout (found through their labels: the path is written once, above):
 A repository the workspace declared before this call is left as it is.
 """
 
-# The release this checkout is (client/version.h and CMakeLists.txt agree:
+# The release this checkout is (ringrpc/client/version.h and CMakeLists.txt agree:
 # tools/check-version.sh).
 RINGRPC_VERSION = "0.1.0"
 

@@ -7,8 +7,8 @@
 // Usage: bazel run //bench:call_metrics_benchmark
 #include <benchmark/benchmark.h>
 
-#include "base/time.h"
-#include "client/channel/call_metrics_table.h"
+#include "ringrpc/base/time.h"
+#include "ringrpc/client/channel/call_metrics_table.h"
 
 namespace {
 

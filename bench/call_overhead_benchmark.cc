@@ -45,7 +45,7 @@ struct Fixture {
     server = b.BuildAndStart();
     target = "127.0.0.1:" + std::to_string(port);
     ring_channel = ringrpc::CreateChannel(target, ringrpc::InsecureChannelCredentials());
-    ring = ringrpc::test::ringrpc::TestService::NewStub(ring_channel);
+    ring = ringrpc::test::ring::TestService::NewStub(ring_channel);
     grpc = ringrpc::test::TestService::NewStub(
         grpc::CreateChannel(target, grpc::InsecureChannelCredentials()));
     request.set_payload("ping");
@@ -55,7 +55,7 @@ struct Fixture {
   std::unique_ptr<grpc::Server> server;
   std::string target;
   std::shared_ptr<ringrpc::Channel> ring_channel;
-  std::unique_ptr<ringrpc::test::ringrpc::TestService::Stub> ring;
+  std::unique_ptr<ringrpc::test::ring::TestService::Stub> ring;
   std::unique_ptr<ringrpc::test::TestService::Stub> grpc;
   EchoRequest request;
 };

@@ -65,11 +65,11 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "bench/alloc_counter.h"
-#include "client/completion_queue.h"
-#include "client/message_parse.h"
-#include "client/runtime/event_loop.h"
-#include "client/transport/address.h"
-#include "client/transport/http2_connection.h"
+#include "ringrpc/client/completion_queue.h"
+#include "ringrpc/client/message_parse.h"
+#include "ringrpc/client/runtime/event_loop.h"
+#include "ringrpc/client/transport/address.h"
+#include "ringrpc/client/transport/http2_connection.h"
 #include "tests/proto/echo_test.grpc.pb.h"
 #include "tests/proto/echo_test.ringrpc.pb.h"
 #include "tests/testing/loopback.h"
@@ -80,7 +80,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using ringrpc::test::EchoRequest;
 using ringrpc::test::EchoResponse;
-using RingStub = ringrpc::test::ringrpc::TestService::Stub;
+using RingStub = ringrpc::test::ring::TestService::Stub;
 using GrpcStub = ringrpc::test::TestService::Stub;
 
 struct Options {
@@ -352,7 +352,7 @@ std::shared_ptr<ringrpc::Channel> RingChannel(const Options& o, const std::strin
 Result RunRingrpc(const Options& o, const std::string& form, const std::string& target,
                   int concurrency, int size) {
   auto channel = RingChannel(o, target);
-  auto stub = ringrpc::test::ringrpc::TestService::NewStub(channel);
+  auto stub = ringrpc::test::ring::TestService::NewStub(channel);
   EchoRequest req = Request(o, size);
   Phase phase;
   std::vector<Slot> slots(concurrency);
@@ -659,7 +659,7 @@ Result RunCq(const Options& o, Stub* stub, int concurrency, int size) {
 }
 
 Result RunRingrpcCq(const Options& o, const std::string& target, int concurrency, int size) {
-  auto stub = ringrpc::test::ringrpc::TestService::NewStub(RingChannel(o, target));
+  auto stub = ringrpc::test::ring::TestService::NewStub(RingChannel(o, target));
   return RunCq<RingStub, ringrpc::CompletionQueue, ringrpc::ClientContext, ringrpc::Status>(
       o, stub.get(), concurrency, size);
 }

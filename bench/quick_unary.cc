@@ -65,7 +65,7 @@ int main(int argc, char** argv) {
   req.set_payload("0123456789");
 
   auto rr_channel = ::ringrpc::CreateChannel(target, ::ringrpc::InsecureChannelCredentials());
-  auto rr = ringrpc::test::ringrpc::TestService::NewStub(rr_channel);
+  auto rr = ringrpc::test::ring::TestService::NewStub(rr_channel);
   auto rr_blocking = [&](int n) {
     for (int i = 0; i < n; ++i) {
       ::ringrpc::ClientContext ctx;
@@ -77,11 +77,11 @@ int main(int argc, char** argv) {
   no_metrics_args.SetInt("ringrpc.call_metrics", 0);
   auto rr_bare_channel = ::ringrpc::CreateCustomChannel(
       target, ::ringrpc::InsecureChannelCredentials(), no_metrics_args);
-  auto rr_bare = ringrpc::test::ringrpc::TestService::NewStub(rr_bare_channel);
+  auto rr_bare = ringrpc::test::ring::TestService::NewStub(rr_bare_channel);
   auto coroutine_on = [&](::ringrpc::Channel& channel,
-                          ringrpc::test::ringrpc::TestService::Stub* stub_for, int n) {
+                          ringrpc::test::ring::TestService::Stub* stub_for, int n) {
     std::promise<void> done;
-    channel.Spawn([](ringrpc::test::ringrpc::TestService::Stub* stub,
+    channel.Spawn([](ringrpc::test::ring::TestService::Stub* stub,
                      const ringrpc::test::EchoRequest& req, int n,
                      std::promise<void>* done) -> ::ringrpc::Task<void> {
       for (int i = 0; i < n; ++i) {

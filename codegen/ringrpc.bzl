@@ -36,10 +36,10 @@ grpc++ side of the same protos.
 # another workspace (@ringrpc//codegen:ringrpc.bzl).
 _RINGRPC_PLUGIN = Label("//codegen:protoc-gen-ringrpc")
 _RINGRPC_RUNTIME = [
-    Label("//client"),
-    Label("//client:callback_reactor"),
-    Label("//client:completion_queue"),
-    Label("//client:typed_call"),
+    Label("//ringrpc/client"),
+    Label("//ringrpc/client:callback_reactor"),
+    Label("//ringrpc/client:completion_queue"),
+    Label("//ringrpc/client:typed_call"),
 ]
 
 def _import_path(src, proto_source_root):

@@ -110,6 +110,13 @@ class Generator final : public CodeGenerator {
         return false;
       }
       nested = parameter.substr(key.size());
+      // Inside the package namespace, a nested "ringrpc" or "grpc" would
+      // be what user code there means by ringrpc:: or grpc::.
+      if (nested == "ringrpc" || nested == "grpc") {
+        *error = "protoc-gen-ringrpc: nested_namespace=" + nested + " would hide ::" + nested +
+                 " from code in the proto's package namespace; pick another name (e.g. ring)";
+        return false;
+      }
     }
     // Generated names that a method may not shadow.
     static const std::set<std::string> kReserved = {"NewStub", "Stub", "StubInterface", "async",
@@ -282,13 +289,13 @@ class Generator final : public CodeGenerator {
         "#ifndef $guard$\n#define $guard$\n\n"
         "#include <functional>\n#include <memory>\n#include <optional>\n\n"
         "#include \"$base$.pb.h\"\n"
-        "#include \"client/async_stream.h\"\n"
-        "#include \"client/async_unary_call.h\"\n"
-        "#include \"client/blocking_stream.h\"\n"
-        "#include \"client/callback_reactor.h\"\n"
-        "#include \"client/channel.h\"\n"
-        "#include \"client/completion_queue.h\"\n"
-        "#include \"client/typed_call.h\"\n\n",
+        "#include \"ringrpc/client/async_stream.h\"\n"
+        "#include \"ringrpc/client/async_unary_call.h\"\n"
+        "#include \"ringrpc/client/blocking_stream.h\"\n"
+        "#include \"ringrpc/client/callback_reactor.h\"\n"
+        "#include \"ringrpc/client/channel.h\"\n"
+        "#include \"ringrpc/client/completion_queue.h\"\n"
+        "#include \"ringrpc/client/typed_call.h\"\n\n",
         "file", file->name(), "guard", guard, "base", base);
     std::string ns = FullNamespace(file, nested);
     if (!ns.empty()) p.Print("namespace $ns$ {\n\n", "ns", ns);
@@ -299,7 +306,7 @@ class Generator final : public CodeGenerator {
       if (svc->options().deprecated()) p.Print("// Deprecated.\n");
       p.Print("class $svc$ final {\n public:\n", "svc", CppName(svc->name()));
       p.Indent();
-      p.Print("static constexpr char service_full_name[] = \"$full$\";\n\n", "full",
+      p.Print("static constexpr char const* service_full_name() { return \"$full$\"; }\n\n", "full",
               svc->full_name());
       // StubInterface: pure virtual, for gMock.
       p.Print("class StubInterface {\n public:\n  virtual ~StubInterface() = default;\n");
@@ -333,8 +340,9 @@ class Generator final : public CodeGenerator {
       p.Print("class Stub final : public StubInterface {\n public:\n");
       p.Indent();
       p.Print(
-          "explicit Stub(std::shared_ptr<::ringrpc::Channel> channel) : "
-          "channel_(std::move(channel)) {}\n\n");
+          "explicit Stub(std::shared_ptr<::ringrpc::Channel> channel,\n"
+          "              const ::ringrpc::StubOptions& = ::ringrpc::StubOptions())\n"
+          "    : channel_(std::move(channel)) {}\n\n");
       for (int m = 0; m < svc->method_count(); ++m) {
         const MethodDescriptor* md = svc->method(m);
         google::protobuf::SourceLocation loc;
@@ -419,8 +427,10 @@ class Generator final : public CodeGenerator {
       p.Outdent();
       p.Print("};\n\n");
       p.Print(
-          "static std::unique_ptr<Stub> NewStub(std::shared_ptr<::ringrpc::Channel> channel) {\n"
-          "  return std::make_unique<Stub>(std::move(channel));\n}\n");
+          "static std::unique_ptr<Stub> NewStub(\n"
+          "    std::shared_ptr<::ringrpc::Channel> channel,\n"
+          "    const ::ringrpc::StubOptions& options = ::ringrpc::StubOptions()) {\n"
+          "  return std::make_unique<Stub>(std::move(channel), options);\n}\n");
       p.Outdent();
       p.Print("};\n\n");
     }

@@ -20,7 +20,7 @@ namespace {
 
 using ringrpc::test::EchoRequest;
 using ringrpc::test::EchoResponse;
-using TestService = ringrpc::test::ringrpc::TestService;
+using TestService = ringrpc::test::ring::TestService;
 using ::ringrpc::ClientContext;
 using ::ringrpc::Status;
 using ::ringrpc::StatusCode;
@@ -629,13 +629,15 @@ TEST(StubInterface, CompletionQueueFormCanBeMocked) {
 
 TEST(TrickyStubs, KeywordNamesCompileAndCallThrough) {
   auto channel = ::ringrpc::CreateChannel("127.0.0.1:1", ::ringrpc::InsecureChannelCredentials());
-  auto stub = ringrpc::codegen_test::deep::nested::delete_::NewStub(channel);
+  // As grpc++'s: NewStub also takes StubOptions, service_full_name() is a function.
+  auto stub = ringrpc::codegen_test::deep::nested::delete_::NewStub(
+      channel, ::ringrpc::StubOptions("tricky"));
   ClientContext ctx;
   ringrpc::codegen_test::common::Ping ping;
   ringrpc::codegen_test::deep::nested::Pong pong;
   Status s = stub->new_(&ctx, ping, &pong);
   EXPECT_EQ(s.error_code(), StatusCode::UNAVAILABLE);  // nothing listens on port 1
-  EXPECT_STREQ(ringrpc::codegen_test::deep::nested::Other::service_full_name,
+  EXPECT_STREQ(ringrpc::codegen_test::deep::nested::Other::service_full_name(),
                "ringrpc.codegen_test.deep.nested.Other");
 }
 

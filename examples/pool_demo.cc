@@ -23,8 +23,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "pool/pool.h"
-#include "pool/reservoir.h"
+#include "ringrpc/pool/pool.h"
+#include "ringrpc/pool/reservoir.h"
 
 namespace {
 
@@ -59,7 +59,7 @@ class Fd {
   int fd_ = -1;
 };
 
-// Dials the echo server. Blocking connect: fine for a demo; client/runtime
+// Dials the echo server. Blocking connect: fine for a demo; ringrpc/client/runtime
 // dials on io_uring.
 struct TcpManager {
   using Connection = Fd;

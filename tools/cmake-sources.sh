@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Writes cmake/sources.cmake, the CMake build's list of ringrpc's sources,
 # from the Bazel graph: the library is every non-test cc_library under
-# base/, pool/ and client/ (what //client and the generated stubs link; not
+# ringrpc/base/, ringrpc/pool/ and ringrpc/client/ (what //ringrpc/client and the generated stubs link; not
 # the xDS ones on the Envoy protos), the
 # plugin is //codegen:protoc-gen-ringrpc. With --check it writes nothing
 # and fails when the committed file differs (tools/test.sh runs that), so a
@@ -10,7 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # The xDS libraries built on the vendored Envoy protos are Bazel-only for
 # now (docs/xds.md): the CMake build does not compile those protos.
-lib='attr(testonly, 0, kind("cc_library", //base/... + //pool/... + //client/...)) except rdeps(//client/..., //third_party/xds_protos:xds_cc_proto)'
+lib='attr(testonly, 0, kind("cc_library", //ringrpc/base/... + //ringrpc/pool/... + //ringrpc/client/...)) except rdeps(//ringrpc/client/..., //third_party/xds_protos:xds_cc_proto)'
 files() {  # label query -> sorted repository paths
   bazel query --noshow_progress "$1" 2>/dev/null |
     sed -e 's#^//##' -e 's#^:##' -e 's#:#/#' | sort

@@ -11,16 +11,16 @@ secs="${1:-60}"
 shift || true
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-  targets=(//pool:pool_fuzzer //client/transport:server_bytes_fuzzer
-           //client/transport:framing_fuzzer //client/channel:target_fuzzer
-           //client/channel:channel_args_fuzzer)
+  targets=(//ringrpc/pool:pool_fuzzer //ringrpc/client/transport:server_bytes_fuzzer
+           //ringrpc/client/transport:framing_fuzzer //ringrpc/client/channel:target_fuzzer
+           //ringrpc/client/channel:channel_args_fuzzer)
 fi
 declare -A corpus=(
-  [//pool:pool_fuzzer]=pool/fuzz_corpus
-  [//client/transport:server_bytes_fuzzer]=client/transport/fuzz_corpus
-  [//client/transport:framing_fuzzer]=client/transport/framing_corpus
-  [//client/channel:target_fuzzer]=client/channel/target_corpus
-  [//client/channel:channel_args_fuzzer]=client/channel/args_corpus
+  [//ringrpc/pool:pool_fuzzer]=ringrpc/pool/fuzz_corpus
+  [//ringrpc/client/transport:server_bytes_fuzzer]=ringrpc/client/transport/fuzz_corpus
+  [//ringrpc/client/transport:framing_fuzzer]=ringrpc/client/transport/framing_corpus
+  [//ringrpc/client/channel:target_fuzzer]=ringrpc/client/channel/target_corpus
+  [//ringrpc/client/channel:channel_args_fuzzer]=ringrpc/client/channel/args_corpus
 )
 for t in "${targets[@]}"; do
   bazel build --config=fuzz "$t"

@@ -60,10 +60,10 @@ run_config tsan --config=tsan --test_tag_filters=tsan --build_tests_only //...
 # The channel, fault and race suites again on the epoll loop (what a CQ
 # thread runs where io_uring is refused): the default build's binaries, so
 # nothing is rebuilt. uring_fallback_test checks the fallback itself.
-run_config epoll --test_env=RINGRPC_POLLER=epoll //client:channel_test \
+run_config epoll --test_env=RINGRPC_POLLER=epoll //ringrpc/client:channel_test \
   //tests/faults:fault_test //tests/races:race_test //tests/races:caller_safety_test \
   //tests/races:shutdown_test
-# The xDS scenarios with grpc-js-xds as the client (issue 18): its npm
+# The xDS scenarios with grpc-js-xds as the client: its npm
 # packages first (npm ci from the registry, cached).
 if modules=$(tests/xds/reference/run.sh --install 2> "$logdir/xds-reference-install.log"); then
   run_config xds-reference //tests/xds:reference_client_test \
@@ -97,7 +97,7 @@ run_check format tools/check-format.sh
 run_check version tools/check-version.sh
 # Library targets only: the analysis is about the library's locks.
 libs=$(bazel query --noshow_progress \
-  'attr(testonly, 0, kind("cc_library", //base/... + //pool/... + //client/...))' 2>/dev/null)
+  'attr(testonly, 0, kind("cc_library", //ringrpc/base/... + //ringrpc/pool/... + //ringrpc/client/...))' 2>/dev/null)
 run_check threadsafety bazel build --config=threadsafety $libs
 
 # The two ways in for a user, each built and run as docs/user-guide.md says

@@ -38,7 +38,7 @@ class GreeterService final : public helloworld::Greeter::Service {
 
 using ::ringrpc::Status;
 
-ringrpc::Task<void> CoroutineCalls(helloworld::ringrpc::Greeter::Stub* stub,
+ringrpc::Task<void> CoroutineCalls(helloworld::ring::Greeter::Stub* stub,
                                    std::promise<std::string>* out) {
   std::string text;
   ::ringrpc::ClientContext ctx;
@@ -76,7 +76,7 @@ int main(int argc, char** argv) {
   if (target.empty()) return 1;
 
   auto channel = ::ringrpc::CreateChannel(target, ::ringrpc::InsecureChannelCredentials());
-  auto stub = helloworld::ringrpc::Greeter::NewStub(channel);
+  auto stub = helloworld::ring::Greeter::NewStub(channel);
   bool ok = true;
 
   // 1. Blocking.

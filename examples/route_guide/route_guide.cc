@@ -135,7 +135,7 @@ class RouteGuideService final : public routeguide::RouteGuide::Service {
 
 // ---- the client ---------------------------------------------------------------
 
-using RouteGuide = routeguide::ringrpc::RouteGuide;
+using RouteGuide = routeguide::ring::RouteGuide;
 using ::ringrpc::ClientContext;
 using ::ringrpc::Status;
 

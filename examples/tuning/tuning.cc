@@ -38,7 +38,7 @@ struct Row {
 };
 
 // Starts `n` calls at once and waits for all; returns how many succeeded.
-int Burst(helloworld::ringrpc::Greeter::Stub& stub, int n) {
+int Burst(helloworld::ring::Greeter::Stub& stub, int n) {
   std::vector<std::unique_ptr<::ringrpc::ClientContext>> ctx(n);
   std::vector<helloworld::HelloRequest> req(n);
   std::vector<helloworld::HelloReply> reply(n);
@@ -57,12 +57,11 @@ int Burst(helloworld::ringrpc::Greeter::Stub& stub, int n) {
 }
 
 // The same burst from coroutines on CQ thread `cq` (Channel::SpawnOn).
-int BurstOn(::ringrpc::Channel& channel, helloworld::ringrpc::Greeter::Stub& stub, size_t cq,
-            int n) {
+int BurstOn(::ringrpc::Channel& channel, helloworld::ring::Greeter::Stub& stub, size_t cq, int n) {
   std::atomic<int> ok{0}, done{0};
   std::promise<void> all;
   for (int i = 0; i < n; ++i) {
-    auto call = [](helloworld::ringrpc::Greeter::Stub* stub, int i, std::atomic<int>* ok,
+    auto call = [](helloworld::ring::Greeter::Stub* stub, int i, std::atomic<int>* ok,
                    std::atomic<int>* done, int n,
                    std::promise<void>* all) -> ::ringrpc::Task<void> {
       ::ringrpc::ClientContext ctx;
@@ -124,7 +123,7 @@ int main(int argc, char** argv) {
     row.args.SetInt("grpc.use_local_subchannel_pool", 1);  // each row its own pool
     auto channel =
         ::ringrpc::CreateCustomChannel(target, ::ringrpc::InsecureChannelCredentials(), row.args);
-    auto stub = helloworld::ringrpc::Greeter::NewStub(channel);
+    auto stub = helloworld::ring::Greeter::NewStub(channel);
     int ok, calls = 64;
     if (row.two_threads) {
       ok = BurstOn(*channel, *stub, 0, 64);

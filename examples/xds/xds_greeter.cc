@@ -80,7 +80,7 @@ int main() {
   ::setenv("GRPC_XDS_BOOTSTRAP_CONFIG", bootstrap.c_str(), 1);
   std::printf("bootstrap: %s\n", bootstrap.c_str());
 
-  auto stub = helloworld::ringrpc::Greeter::NewStub(
+  auto stub = helloworld::ring::Greeter::NewStub(
       ringrpc::CreateChannel("xds:///greeter", ringrpc::InsecureChannelCredentials()));
   auto call = [&](const char* name) {
     ringrpc::ClientContext ctx;

@@ -14,9 +14,9 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "client/channel.h"
-#include "client/completion_queue.h"
-#include "client/interceptor.h"
+#include "ringrpc/client/channel.h"
+#include "ringrpc/client/completion_queue.h"
+#include "ringrpc/client/interceptor.h"
 #include "tests/proto/echo_test.ringrpc.pb.h"
 #include "tests/testing/server_process.h"
 
@@ -28,7 +28,7 @@ using std::chrono::seconds;
 using std::chrono::system_clock;
 using test::EchoRequest;
 using test::EchoResponse;
-using test::ringrpc::TestService;
+using test::ring::TestService;
 
 void* Tag(intptr_t n) { return reinterpret_cast<void*>(n); }
 
@@ -422,45 +422,43 @@ TEST(CqStateTest, NotifyOnStateChangeThroughAServerRestart) {
   const int port = (*server)->port();
   auto channel = CreateChannel((*server)->address(), InsecureChannelCredentials());
   ASSERT_TRUE(channel->WaitForConnected(system_clock::now() + seconds(10)));
-  ASSERT_EQ(channel->GetState(false), ConnectivityState::READY);
+  ASSERT_EQ(channel->GetState(false), GRPC_CHANNEL_READY);
   CompletionQueue cq;
   void* tag;
   bool ok = true;
   // No change before the deadline: ok false, not before it.
   const auto start = std::chrono::steady_clock::now();
-  channel->NotifyOnStateChange(ConnectivityState::READY, system_clock::now() + milliseconds(100),
-                               &cq, Tag(1));
+  channel->NotifyOnStateChange(GRPC_CHANNEL_READY, system_clock::now() + milliseconds(100), &cq,
+                               Tag(1));
   ASSERT_TRUE(cq.Next(&tag, &ok));
   EXPECT_EQ(tag, Tag(1));
   EXPECT_FALSE(ok);
   EXPECT_GE(std::chrono::steady_clock::now() - start, milliseconds(99));
   // A state other than `last` now: at once, ok true.
-  channel->NotifyOnStateChange(ConnectivityState::IDLE, system_clock::now() + seconds(20), &cq,
-                               Tag(2));
+  channel->NotifyOnStateChange(GRPC_CHANNEL_IDLE, system_clock::now() + seconds(20), &cq, Tag(2));
   ASSERT_TRUE(cq.Next(&tag, &ok));
   EXPECT_EQ(tag, Tag(2));
   EXPECT_TRUE(ok);
   // The server goes: READY is left.
-  channel->NotifyOnStateChange(ConnectivityState::READY, system_clock::now() + seconds(20), &cq,
-                               Tag(3));
+  channel->NotifyOnStateChange(GRPC_CHANNEL_READY, system_clock::now() + seconds(20), &cq, Tag(3));
   (*server)->Kill();
   ASSERT_TRUE(cq.Next(&tag, &ok));
   EXPECT_EQ(tag, Tag(3));
   EXPECT_TRUE(ok);
   ConnectivityState now = channel->GetState(false);
-  EXPECT_NE(now, ConnectivityState::READY);
+  EXPECT_NE(now, GRPC_CHANNEL_READY);
   // It comes back on the same port: watched until READY again.
   auto again = testing::ServerProcess::Start(absl::StrCat("127.0.0.1:", port));
   ASSERT_TRUE(again.ok()) << again.status();
   const auto give_up = system_clock::now() + seconds(30);
-  while (now != ConnectivityState::READY && system_clock::now() < give_up) {
+  while (now != GRPC_CHANNEL_READY && system_clock::now() < give_up) {
     channel->GetState(true);  // asks for a connection, as grpc++ users do
     channel->NotifyOnStateChange(now, give_up, &cq, Tag(4));
     ASSERT_TRUE(cq.Next(&tag, &ok));
     EXPECT_EQ(tag, Tag(4));
     now = channel->GetState(false);
   }
-  EXPECT_EQ(now, ConnectivityState::READY);
+  EXPECT_EQ(now, GRPC_CHANNEL_READY);
   cq.Shutdown();
   EXPECT_FALSE(cq.Next(&tag, &ok));
 }
@@ -544,7 +542,7 @@ TEST_F(CqFeaturesTest, InterceptorsAndCompressionApply) {
   auto stub = TestService::NewStub(experimental::CreateCustomChannelWithInterceptors(
       server_->address(), InsecureChannelCredentials(), ChannelArguments(), std::move(factories)));
   ClientContext ctx;
-  ctx.set_compression_algorithm(CompressionAlgorithm::kGzip);
+  ctx.set_compression_algorithm(GRPC_COMPRESS_GZIP);
   ctx.AddMetadata("x-compress-response", "gzip");
   EchoRequest req;
   req.set_payload(std::string(4096, 'z'));
@@ -557,7 +555,7 @@ TEST_F(CqFeaturesTest, InterceptorsAndCompressionApply) {
   ASSERT_TRUE(status.ok()) << status.error_message();
   EXPECT_EQ(resp.payload(), std::string(4096, 'z'));
   EXPECT_EQ(ctx.GetServerInitialMetadata().count("x-echo-intercepted"), 1u);
-  EXPECT_EQ(ctx.response_compression_algorithm(), CompressionAlgorithm::kGzip);
+  EXPECT_EQ(ctx.response_compression_algorithm(), GRPC_COMPRESS_GZIP);
 }
 
 // Four threads on one queue, 2,000 calls with up to 64 in flight, an alarm

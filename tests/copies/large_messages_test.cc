@@ -20,7 +20,7 @@ namespace {
 
 using ringrpc::test::EchoRequest;
 using ringrpc::test::EchoResponse;
-using TestService = ringrpc::test::ringrpc::TestService;
+using TestService = ringrpc::test::ring::TestService;
 using ::ringrpc::ClientContext;
 using ::ringrpc::Status;
 

@@ -78,7 +78,7 @@ int main() {
   }
 
   auto channel = ringrpc::CreateChannel(target, ringrpc::InsecureChannelCredentials());
-  auto stub = shared::greet::v1::ringrpc::Greeter::NewStub(channel);
+  auto stub = shared::greet::v1::ring::Greeter::NewStub(channel);
   {  // ringrpc's client, unary.
     ringrpc::ClientContext context;
     HelloReply reply;

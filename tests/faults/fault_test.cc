@@ -26,9 +26,9 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
-#include "client/channel.h"
-#include "client/resolver.h"
-#include "client/transport/testing/raw_server.h"
+#include "ringrpc/client/channel.h"
+#include "ringrpc/client/resolver.h"
+#include "ringrpc/client/transport/testing/raw_server.h"
 #include "tests/faults/load.h"
 #include "tests/proto/echo_test.pb.h"
 #include "tests/testing/loopback.h"

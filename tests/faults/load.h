@@ -18,7 +18,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
-#include "client/channel.h"
+#include "ringrpc/client/channel.h"
 #include "tests/proto/echo_test.pb.h"
 #include "tests/testing/process_stats.h"
 

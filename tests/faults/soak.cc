@@ -30,9 +30,9 @@
 #include <thread>
 #include <vector>
 
-#include "client/blocking_stream.h"
-#include "client/resolver.h"
-#include "client/runtime/event_loop.h"
+#include "ringrpc/client/blocking_stream.h"
+#include "ringrpc/client/resolver.h"
+#include "ringrpc/client/runtime/event_loop.h"
 #include "tests/faults/load.h"
 #include "tests/proto/echo_test.ringrpc.pb.h"
 #include "tests/testing/process_stats.h"
@@ -43,7 +43,7 @@ namespace {
 using namespace ringrpc;  // NOLINT
 using std::chrono::milliseconds;
 using std::chrono::seconds;
-using Stub = ringrpc::test::ringrpc::TestService::Stub;
+using Stub = ringrpc::test::ring::TestService::Stub;
 
 struct Counters {
   std::atomic<uint64_t> streams{0}, stream_failures{0}, bidi_rounds{0}, bidi_failures{0}, hedged{0},
@@ -103,7 +103,7 @@ void HedgedLoop(Stub* stub, std::atomic<bool>* stop, Counters* c) {
 void ChurnLoop(const std::vector<int>* ports, std::atomic<bool>* stop, Counters* c, int seed) {
   std::mt19937 rng(seed);
   while (!stop->load()) {
-    auto stub = ringrpc::test::ringrpc::TestService::NewStub(CreateChannel(
+    auto stub = ringrpc::test::ring::TestService::NewStub(CreateChannel(
         absl::StrCat("127.0.0.1:", (*ports)[rng() % ports->size()]), InsecureChannelCredentials()));
     ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + seconds(2));
@@ -189,7 +189,7 @@ int main(int argc, char** argv) {
   // dropped (what the first call initialises once per process: the CQ
   // threads, the generated code's descriptors).
   {
-    auto first = ringrpc::test::ringrpc::TestService::NewStub(
+    auto first = ringrpc::test::ring::TestService::NewStub(
         CreateChannel(absl::StrCat("127.0.0.1:", ports[0]), InsecureChannelCredentials()));
     ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + seconds(5));
@@ -216,7 +216,7 @@ int main(int argc, char** argv) {
   auto channel =
       CreateCustomChannel(absl::StrCat("ipv4:127.0.0.1:", ports[0], ",127.0.0.1:", ports[1]),
                           InsecureChannelCredentials(), args);
-  auto stub = ringrpc::test::ringrpc::TestService::NewStub(channel);
+  auto stub = ringrpc::test::ring::TestService::NewStub(channel);
   ChannelArguments hedge_args = args;
   hedge_args.SetString("grpc.service_config",
                        R"({"loadBalancingConfig":[{"round_robin":{}}],)"
@@ -226,7 +226,7 @@ int main(int argc, char** argv) {
   auto hedged_channel =
       CreateCustomChannel(absl::StrCat("ipv4:127.0.0.1:", ports[0], ",127.0.0.1:", ports[1]),
                           InsecureChannelCredentials(), hedge_args);
-  auto hedged_stub = ringrpc::test::ringrpc::TestService::NewStub(hedged_channel);
+  auto hedged_stub = ringrpc::test::ring::TestService::NewStub(hedged_channel);
 
   std::atomic<bool> stop{false};
   Counters counters;

@@ -19,10 +19,10 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "client/blocking_stream.h"
-#include "client/callback_reactor.h"
-#include "client/channel.h"
-#include "client/transport/testing/raw_server.h"
+#include "ringrpc/client/blocking_stream.h"
+#include "ringrpc/client/callback_reactor.h"
+#include "ringrpc/client/channel.h"
+#include "ringrpc/client/transport/testing/raw_server.h"
 #include "tests/proto/echo_test.ringrpc.pb.h"
 #include "tests/testing/loopback.h"
 #include "tests/testing/process_stats.h"
@@ -35,7 +35,7 @@ using std::chrono::milliseconds;
 using std::chrono::seconds;
 using test::EchoRequest;
 using test::EchoResponse;
-using test::ringrpc::TestService;
+using test::ring::TestService;
 using ::testing::HasSubstr;
 using ::testing::Not;
 using SysClock = std::chrono::system_clock;
@@ -294,7 +294,7 @@ TEST(CallerSafety, DeadlinesInThePastEndDeadlineExceededAtOnceAndMaxMeansNone) {
   Status s = stub->Unary(&ctx, req, &resp);
   EXPECT_TRUE(s.ok()) << s.ToString();
   EXPECT_EQ(resp.payload(), "t");
-  EXPECT_FALSE(channel->WaitForStateChange(ConnectivityState::READY, SysClock::time_point::min()));
+  EXPECT_FALSE(channel->WaitForStateChange(GRPC_CHANNEL_READY, SysClock::time_point::min()));
 }
 
 // ---- 4. blocking on CQ threads ------------------------------------------------------

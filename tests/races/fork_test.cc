@@ -20,8 +20,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "client/call_credentials.h"
-#include "client/channel.h"
+#include "ringrpc/client/call_credentials.h"
+#include "ringrpc/client/channel.h"
 #include "tests/proto/echo_test.ringrpc.pb.h"
 #include "tests/testing/dns_server.h"
 #include "tests/testing/server_process.h"
@@ -33,7 +33,7 @@ using std::chrono::milliseconds;
 using std::chrono::seconds;
 using test::EchoRequest;
 using test::EchoResponse;
-using test::ringrpc::TestService;
+using test::ring::TestService;
 
 bool Echoes(TestService::Stub& stub, const std::string& payload) {
   ClientContext ctx;

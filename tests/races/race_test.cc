@@ -50,17 +50,17 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "client/async_stream.h"
-#include "client/async_unary_call.h"
-#include "client/blocking_stream.h"
-#include "client/call_credentials.h"
-#include "client/callback_reactor.h"
-#include "client/channel.h"
-#include "client/completion_queue.h"
-#include "client/interceptor.h"
-#include "client/resolver.h"
-#include "client/transport/address.h"
-#include "client/transport/testing/raw_server.h"
+#include "ringrpc/client/async_stream.h"
+#include "ringrpc/client/async_unary_call.h"
+#include "ringrpc/client/blocking_stream.h"
+#include "ringrpc/client/call_credentials.h"
+#include "ringrpc/client/callback_reactor.h"
+#include "ringrpc/client/channel.h"
+#include "ringrpc/client/completion_queue.h"
+#include "ringrpc/client/interceptor.h"
+#include "ringrpc/client/resolver.h"
+#include "ringrpc/client/transport/address.h"
+#include "ringrpc/client/transport/testing/raw_server.h"
 #include "tests/proto/echo_test.ringrpc.pb.h"
 #include "tests/testing/http_proxy_server.h"
 #include "tests/testing/process_stats.h"
@@ -74,7 +74,7 @@ using std::chrono::milliseconds;
 using std::chrono::seconds;
 using test::EchoRequest;
 using test::EchoResponse;
-using test::ringrpc::TestService;
+using test::ring::TestService;
 using SysClock = std::chrono::system_clock;
 using Rng = std::mt19937_64;
 

@@ -15,8 +15,8 @@
 #include <thread>
 #include <vector>
 
-#include "client/callback_reactor.h"
-#include "client/channel.h"
+#include "ringrpc/client/callback_reactor.h"
+#include "ringrpc/client/channel.h"
 #include "tests/proto/echo_test.ringrpc.pb.h"
 
 namespace {
@@ -25,7 +25,7 @@ using ringrpc::ClientContext;
 using ringrpc::Status;
 using ringrpc::test::EchoRequest;
 using ringrpc::test::EchoResponse;
-using ringrpc::test::ringrpc::TestService;
+using ringrpc::test::ring::TestService;
 
 // Calls still running when the program ends: never freed (the program ends
 // first), and reachable from here, so not a leak either.

@@ -20,7 +20,7 @@
 #include <thread>
 #include <vector>
 
-#include "client/channel.h"
+#include "ringrpc/client/channel.h"
 #include "tests/proto/echo_test.ringrpc.pb.h"
 #include "tests/testing/process_stats.h"
 #include "tests/testing/server_process.h"
@@ -34,7 +34,7 @@ using std::chrono::milliseconds;
 using std::chrono::seconds;
 using test::EchoRequest;
 using test::EchoResponse;
-using test::ringrpc::TestService;
+using test::ring::TestService;
 
 struct Ended {
   bool exited = false;  // within the limit

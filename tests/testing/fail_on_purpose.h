@@ -12,7 +12,7 @@
 #include <memory>
 #include <string>
 
-#include "client/channel.h"
+#include "ringrpc/client/channel.h"
 #include "tests/proto/echo_test.ringrpc.pb.h"
 
 namespace ringrpc::testing {
@@ -44,7 +44,7 @@ inline Status EchoFailingFirst(Channel& ch, ClientContext* ctx, const FailFirst&
   req.set_payload("p");
   req.set_sleep_ms(sleep_ms);
   test::EchoResponse resp;
-  Status s = test::ringrpc::TestService::NewStub(std::shared_ptr<Channel>(&ch, [](Channel*) {
+  Status s = test::ring::TestService::NewStub(std::shared_ptr<Channel>(&ch, [](Channel*) {
              }))->Unary(ctx, req, &resp);
   if (s.ok()) {
     EXPECT_EQ(resp.payload(), "p");

@@ -19,8 +19,8 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
-#include "client/call_credentials.h"
-#include "client/channel.h"
+#include "ringrpc/client/call_credentials.h"
+#include "ringrpc/client/channel.h"
 #include "tests/proto/echo_test.pb.h"
 #include "tests/testing/http_proxy_server.h"
 #include "tests/testing/process_stats.h"

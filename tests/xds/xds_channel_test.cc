@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "client/channel.h"
-#include "client/xds/xds_client.h"
-#include "client/xds/xds_resolver.h"
+#include "ringrpc/client/channel.h"
+#include "ringrpc/client/xds/xds_client.h"
+#include "ringrpc/client/xds/xds_resolver.h"
 #include "tests/proto/echo_test.ringrpc.pb.h"
 #include "tests/testing/server_process.h"
 #include "tests/xds/scenario_fixture.h"
@@ -26,7 +26,7 @@ using namespace std::chrono_literals;
 using namespace ringrpc::testing::xds;
 using test::EchoRequest;
 using test::EchoResponse;
-using test::ringrpc::TestService;
+using test::ring::TestService;
 using testing::ServerProcess;
 
 // One unary call: the status, and the backend that served it.

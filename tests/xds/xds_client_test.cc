@@ -1,9 +1,9 @@
-// The ADS client (client/xds/xds_client.h) against the test control plane
+// The ADS client (ringrpc/client/xds/xds_client.h) against the test control plane
 // (tests/xds/control_plane.cc, a grpc++ process serving a snapshot file
 // this test rewrites): subscribing, ACK and NACK with versions and nonces
 // as the control plane logs them, does-not-exist, deletion, and the cache
 // kept across a control plane restart.
-#include "client/xds/xds_client.h"
+#include "ringrpc/client/xds/xds_client.h"
 
 #include <gtest/gtest.h>
 

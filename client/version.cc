@@ -1,7 +1,0 @@
-#include "client/version.h"
-
-namespace ringrpc {
-
-const char* Version() { return RINGRPC_VERSION; }
-
-}  // namespace ringrpc

@@ -1,3 +1,0 @@
-#!/bin/sh
-# The pool's warm checkout+return path holds no atomic read-modify-write.
-exec python3 tools/check_warm_path.py pool/bench/pool_benchmark

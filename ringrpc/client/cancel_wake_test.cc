@@ -1,0 +1,77 @@
+// CancelWake (ringrpc/client/internal/cancel_wake.h) without a server: TryCancel
+// ends a registered wait on the call's loop, and a TryCancel posted while
+// the wait was still registered never reaches it once it has ended.
+#include "ringrpc/client/internal/cancel_wake.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <memory>
+
+#include "ringrpc/client/client_context.h"
+#include "ringrpc/client/runtime/event_loop.h"
+
+namespace ringrpc::internal {
+namespace {
+
+using std::chrono::milliseconds;
+
+std::unique_ptr<runtime::EventLoop> Loop() {
+  auto loop = runtime::EventLoop::Create();
+  EXPECT_TRUE(loop.ok()) << loop.status();
+  return std::move(*loop);
+}
+
+// What ClientContext::TryCancel does, in two halves: `Take` registers the
+// cancel and takes the running wait (as TryCancel's thread holds it while
+// it posts); the post happens inside.
+std::shared_ptr<void> TakeAndPostCancel(CancelState& cancel) {
+  std::shared_ptr<void> running;
+  void (*fn)(const std::shared_ptr<void>&) = nullptr;
+  {
+    MutexLock lock(&cancel.mu);
+    cancel.cancelled = true;
+    running = cancel.running.lock();
+    fn = cancel.cancel_running;
+  }
+  if (running && fn) fn(running);
+  return running;
+}
+
+TEST(CancelWake, TryCancelRunsTheInterruptOnTheLoop) {
+  auto loop = Loop();
+  auto cancel = std::make_shared<CancelState>();
+  int interrupts = 0;
+  CancelWake wake(cancel, *loop, [&] { ++interrupts; });
+  std::shared_ptr<void> held = TakeAndPostCancel(*cancel);
+  EXPECT_NE(held, nullptr);
+  EXPECT_EQ(interrupts, 0);  // posted, not run on the caller's thread
+  for (int i = 0; i < 20 && interrupts == 0; ++i) loop->RunOnce(milliseconds(5));
+  EXPECT_EQ(interrupts, 1);
+}
+
+TEST(CancelWake, ACancelPostedBeforeTheWaitEndedDoesNotReachItAfter) {
+  auto loop = Loop();
+  auto cancel = std::make_shared<CancelState>();
+  int interrupts = 0;
+  std::shared_ptr<void> held;
+  {
+    CancelWake wake(cancel, *loop, [&] { ++interrupts; });
+    held = TakeAndPostCancel(*cancel);  // TryCancel's thread still holds it...
+  }                                     // ...when the wait ends another way (its deadline) and goes
+  for (int i = 0; i < 20; ++i) loop->RunOnce(milliseconds(1));
+  EXPECT_EQ(interrupts, 0) << "the interrupt ran after its wait was gone";
+  EXPECT_NE(held, nullptr);
+}
+
+TEST(CancelWake, CancelledBeforeTheWaitInterruptsAtOnce) {
+  auto loop = Loop();
+  auto cancel = std::make_shared<CancelState>();
+  TakeAndPostCancel(*cancel);  // nothing registered yet
+  int interrupts = 0;
+  CancelWake wake(cancel, *loop, [&] { ++interrupts; });
+  EXPECT_EQ(interrupts, 1);
+}
+
+}  // namespace
+}  // namespace ringrpc::internal

@@ -1,0 +1,328 @@
+// ringrpc/client/channel/channel_state.h — the channel's core: its configuration,
+// CQ threads, resolver, the list of subchannels (one per address) and the
+// pick over them. `ringrpc::Channel` is a thin handle on it; opening a call
+// (ringrpc/client/channel.cc) asks it for a CQ thread and a subchannel.
+//
+// Lifetime: shared. The user's Channel holds it, and so does everything
+// that runs on it — a queued or running call (its task, its ClientCall),
+// a blocking stream, a reactor (through the Channel), a connect task from
+// GetState(true). Dropping the Channel lets those finish; the last holder,
+// on whatever thread, runs the destructor, which shuts down without
+// waiting: the resolver stops, every subchannel is detached (a pool no
+// other channel uses is closed by each CQ thread on its own shard), and
+// CQ threads owned by this channel stop (see CqThreads::Shutdown for a
+// thread releasing its own set). The resolver holds it weakly and never
+// drops the last reference inside its own callback.
+//
+// Threads: configuration (config(), config_error()) is written only
+// before Start() and read-only afterwards. `mu_` guards the address list
+// and what goes with it; the atomics are read without it; per_thread_[i]
+// is touched only by CQ thread i (Route, Failover, Pick, AnotherUsable,
+// NoPickError, HealthPending, CallStarted, CallEnded: debug builds abort
+// when another thread calls them with i). Everything else may be called
+// from any thread.
+//
+//   auto state = ChannelState::Create(args);        // threads, config
+//   ChannelState::Start(state, resolver);           // addresses flow in
+//   std::optional<size_t> i = state->CurrentIndex(); // on a CQ thread
+//   std::shared_ptr<Subchannel> sc = state->Pick(*i);
+#ifndef RINGRPC_CLIENT_CHANNEL_CHANNEL_STATE_H_
+#define RINGRPC_CLIENT_CHANNEL_CHANNEL_STATE_H_
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "ringrpc/base/check.h"
+#include "ringrpc/base/mutex.h"
+#include "ringrpc/base/task.h"
+#include "ringrpc/base/time.h"
+#include "ringrpc/client/channel/call_metrics_table.h"
+#include "ringrpc/client/channel/channel_config.h"
+#include "ringrpc/client/channel/lb_policy.h"
+#include "ringrpc/client/channel/retry_throttle.h"
+#include "ringrpc/client/channel/subchannel.h"
+#include "ringrpc/client/channel_arguments.h"
+#include "ringrpc/client/resolver.h"
+#include "ringrpc/client/runtime/cq_threads.h"
+#include "ringrpc/client/transport/metadata.h"
+#include "ringrpc/pool/metrics.h"
+
+namespace ringrpc::channel {
+
+// A deadline on the wall clock as a loop time point, saturating: at or
+// before now (time_point::min() included) is `now`; more than a year ahead
+// (time_point::max() included) is TimePoint::max(), no deadline.
+TimePoint ToLoopTime(std::chrono::system_clock::time_point deadline, TimePoint now);
+
+// The service config in force and what follows from it (gRFC A21): the
+// resolver's latest valid one, else the channel's default. Immutable once
+// made, and never freed before the channel: a call keeps a plain pointer
+// for its whole life, whatever config comes after it.
+struct ActiveConfig {
+  std::shared_ptr<const ServiceConfig> service_config;  // null: none
+  std::unique_ptr<RetryThrottle> throttle;              // null: no retryThrottling
+  LbPolicy lb_policy = LbPolicy::kPickFirst;
+  int choice_count = 2;
+  std::optional<std::string> health_service;  // A17: null, no health checks
+  // Not OK: the resolver's config is invalid and there is neither an
+  // earlier valid one nor a default; calls fail UNAVAILABLE with it.
+  absl::Status error;
+};
+
+class ChannelState : public std::enable_shared_from_this<ChannelState> {
+ public:
+  // Parses `args` and starts (or joins) the CQ threads. Bad arguments are
+  // kept as config_error(); such a channel still gets the process-wide CQ
+  // threads, so its callbacks learn of the error on one of them.
+  static std::shared_ptr<ChannelState> Create(const ChannelArguments& args);
+  // Addresses start flowing: `resolver`'s answers go to OnResolverUpdate.
+  static void Start(const std::shared_ptr<ChannelState>& state, std::shared_ptr<Resolver> resolver);
+  ~ChannelState();
+  ChannelState(const ChannelState&) = delete;
+  ChannelState& operator=(const ChannelState&) = delete;
+
+  // ---- configuration (before Start: written; after: read-only) -------------
+  const absl::Status& config_error() const { return config_error_; }
+  void Fail(absl::Status error) { config_error_ = std::move(error); }
+  const ChannelConfig& config() const { return config_; }
+  ChannelConfig& mutable_config() { return config_; }
+
+  // ---- threads ---------------------------------------------------------------
+  // Null only when no CQ thread could start.
+  runtime::CqThreads* cq() const { return cq_.get(); }
+  // The CQ thread index of the calling thread, if it is one of ours.
+  std::optional<size_t> CurrentIndex() const;
+  // A foreign thread's blocking calls keep to one CQ thread (its
+  // connections stay warm).
+  size_t IndexForCaller() const;
+  // A foreign thread's async work goes round the CQ threads, starting from
+  // its own (a counter per application thread: nothing shared).
+  size_t NextIndexForAsync() const;
+  // Runs `task` on CQ thread `i` (< cq()->size()). Any thread.
+  void SpawnOn(size_t i, Task<void> task);
+  // On the calling CQ thread if it is one of ours, else the next CQ thread
+  // in the caller's round (async work: callbacks, reactors, Spawn).
+  void Spawn(Task<void> task);
+  // On the caller's own CQ thread (a blocking call, WaitForConnected:
+  // where this thread's blocking calls go).
+  void SpawnForBlocking(Task<void> task);
+
+  // ---- addresses and picking ------------------------------------------------------
+  // The resolver's answer: a new address set replaces the list (keeping
+  // the subchannels of addresses that stay), bumps the version each CQ
+  // thread's view follows, invalidates what stays and detaches what went.
+  void OnResolverUpdate(absl::StatusOr<ResolverResult> update);
+  // The service config in force (any thread; one acquire load).
+  const ActiveConfig& active() const { return *active_.load(std::memory_order_acquire); }
+  // The last resolver service config that could not be used (OK: none),
+  // and how many there were.
+  absl::Status resolver_config_error() const;
+  uint64_t resolver_config_errors() const {
+    return resolver_config_errors_.load(std::memory_order_relaxed);
+  }
+  // The resolver has answered at least once (set after the list).
+  bool resolved_once() const { return resolved_once_.load(std::memory_order_acquire); }
+  void RequestReresolution() {
+    if (resolver_) resolver_->RequestReresolution();
+  }
+
+  // ---- idleness and state changes -------------------------------------------
+  // grpc.client_idle_timeout_ms: no lease taken and none held for that long
+  // puts the channel in idle mode (its connections closed, its state
+  // IDLE); the next call leaves it (the resolver is asked again). One
+  // relaxed load per call.
+  void LeaveIdle() {
+    if (idle_.load(std::memory_order_relaxed) && idle_.exchange(false)) RequestReresolution();
+  }
+  bool idle() const { return idle_.load(std::memory_order_relaxed); }
+  uint64_t idle_entries() const { return idle_entries_.load(std::memory_order_relaxed); }
+  // Something the connectivity state is made of may have changed (an
+  // address's connection, dial, health or list): wakes WaitForStateChange.
+  void NotifyStateChange();
+  // The connectivity state, waiting until it is not `last` or `until`
+  // passes (woken by NotifyStateChange; re-checked every 100 ms besides,
+  // as a pool's live count may drop just after its event). Any thread but
+  // the channel's own CQ threads.
+  ConnectivityState WaitForStateOtherThan(ConnectivityState last, TimePoint until) const;
+  // CQ thread `thread` only: the group of the resolver's addresses a call
+  // goes to (its CallRouter's answer; "" without one, every call to the
+  // whole list), or the status it fails with.
+  absl::StatusOr<CallRoute> Route(size_t thread, std::string_view method,
+                                  const transport::Metadata& metadata);
+  // CQ thread `thread` only, among the addresses of `group` (Route's
+  // answer; "" the whole list). pick_first: the first READY address, else
+  // the first not failing, else the first. round_robin: the next address
+  // not in TRANSIENT_FAILURE from the thread's cursor (one per group).
+  // Null: no addresses.
+  std::shared_ptr<Subchannel> Pick(size_t thread, std::string_view group = {});
+  // CQ thread `thread` only: `group`, or while every address of it is
+  // failing at `now` (the time the caller checks backoff with: the loop's),
+  // its fallback (ResolverResult::fallback), down the chain.
+  std::string_view Failover(size_t thread, std::string_view group, TimePoint now);
+  // least_request's count of a call on `sc` from CQ thread `thread` (that
+  // thread only): started when the call has its stream, ended when the
+  // call is destroyed; called only for calls under least_request.
+  void CallStarted(size_t thread, Subchannel* sc);
+  void CallEnded(size_t thread, Subchannel* sc);
+  // CQ thread `thread` only: the list (of `group`) has an address other
+  // than `sc` that is not in TRANSIENT_FAILURE, or `group` has a fallback.
+  bool AnotherUsable(size_t thread, const std::shared_ptr<Subchannel>& sc,
+                     std::string_view group = {}) const;
+  // UNAVAILABLE naming why there is no address (the resolver's error).
+  absl::Status NoAddressError() const;
+  // CQ thread `thread` only, after Pick found nothing: UNAVAILABLE naming
+  // why (no address, or none healthy).
+  absl::Status NoPickError(size_t thread, std::string_view group = {}) const;
+  // CQ thread `thread` only: some address of its list waits for its first
+  // health check answer (A17's CONNECTING: calls wait rather than fail).
+  bool HealthPending(size_t thread) const;
+  // The channel's connectivity state from its addresses' records.
+  ConnectivityState Aggregate() const;
+  // The current subchannels (a copy).
+  std::vector<std::shared_ptr<Subchannel>> Subchannels() const;
+  // Retires every connection made so far, on every thread, lazily.
+  void Invalidate();
+
+  // ---- metrics -----------------------------------------------------------------------
+  // Summed over current addresses, removed ones still draining and those
+  // already dropped.
+  pool::PoolMetrics Metrics() const;
+  std::vector<std::pair<std::string, pool::PoolMetrics>> MetricsByAddress() const;
+  // Per-call telemetry: null when neither kept (ringrpc.call_metrics=0)
+  // nor heard by a recorder, or when the channel has no CQ thread.
+  CallMetricsTable* call_metrics() const { return call_metrics_.get(); }
+  void CountRetry() { retries_.fetch_add(1, std::memory_order_relaxed); }
+  void CountThrottledRetry() { throttled_retries_.fetch_add(1, std::memory_order_relaxed); }
+  uint64_t retries() const { return retries_.load(std::memory_order_relaxed); }
+  uint64_t throttled_retries() const { return throttled_retries_.load(std::memory_order_relaxed); }
+  void CountHedge() { hedges_.fetch_add(1, std::memory_order_relaxed); }
+  uint64_t hedges() const { return hedges_.load(std::memory_order_relaxed); }
+  void CountTransparentRetry() { transparent_retries_.fetch_add(1, std::memory_order_relaxed); }
+  uint64_t transparent_retries() const {
+    return transparent_retries_.load(std::memory_order_relaxed);
+  }
+
+ private:
+  class SubchannelWatcher;
+  ChannelState() = default;
+  void PostToAll(std::function<void()> fn);
+
+  absl::Status config_error_;
+  ChannelConfig config_;
+  std::shared_ptr<runtime::CqThreads> cq_;
+  std::shared_ptr<Resolver> resolver_;
+  std::shared_ptr<SubchannelEventListener> listener_;
+  // Hears every subchannel event: rings state_signal_; a lost connection
+  // or a failed dial also asks the resolver (held weakly: it may be gone)
+  // to resolve again.
+  std::shared_ptr<SubchannelEventListener> watcher_;
+  std::unique_ptr<CallMetricsTable> call_metrics_;
+
+  mutable Mutex mu_;
+  std::vector<std::shared_ptr<Subchannel>> list_ ABSL_GUARDED_BY(mu_);  // resolver order
+  // The resolver's per-call routing (ResolverResult::router, groups).
+  std::shared_ptr<const CallRouter> router_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, std::vector<std::shared_ptr<Subchannel>>, std::less<>> groups_
+      ABSL_GUARDED_BY(mu_);
+  std::map<std::string, std::string, std::less<>> fallback_ ABSL_GUARDED_BY(mu_);
+  std::vector<SubchannelPool> removed_ ABSL_GUARDED_BY(mu_);  // addresses gone, draining
+  pool::PoolMetrics gone_metrics_ ABSL_GUARDED_BY(mu_);       // removed ones already dropped
+  absl::Status resolver_error_ ABSL_GUARDED_BY(mu_) =
+      absl::UnavailableError("no addresses resolved yet");
+  uint64_t seed_ ABSL_GUARDED_BY(mu_) = 0x5eed;
+  std::atomic<uint64_t> version_{0};  // bumped on every list change
+  std::atomic<bool> resolved_once_{false};
+  std::atomic<bool> idle_{false};
+  std::atomic<uint64_t> idle_entries_{0};
+  // Rung by NotifyStateChange and by the subchannels' events (shared with
+  // the listener on their EventHubs, which may outlive this).
+  struct StateSignal {
+    Mutex mu;
+    CondVar cv;
+    uint64_t epoch ABSL_GUARDED_BY(mu) = 0;
+    void Ring() {
+      MutexLock lock(&mu);
+      ++epoch;
+      cv.SignalAll();
+    }
+  };
+  const std::shared_ptr<StateSignal> state_signal_ = std::make_shared<StateSignal>();
+  // Watches for grpc.client_idle_timeout_ms on CQ thread 0.
+  static Task<void> IdleWatch(std::weak_ptr<ChannelState> weak, runtime::EventLoop& loop,
+                              Duration timeout);
+  std::atomic<uint64_t> transparent_retries_{0};  // unary calls sent again (A6)
+  std::atomic<uint64_t> retries_{0};              // retryPolicy attempts after the first
+  std::atomic<uint64_t> throttled_retries_{0};    // retries retryThrottling stopped
+  std::atomic<uint64_t> hedges_{0};               // hedged copies after the first
+  // Every ActiveConfig made (the default first), by the JSON it came from
+  // (a resolver repeating a config reuses it); active_ points at one.
+  std::vector<std::pair<std::string, std::unique_ptr<ActiveConfig>>> configs_ ABSL_GUARDED_BY(mu_);
+  // Until Start (and for a channel whose arguments were bad): no config.
+  static const ActiveConfig kNoConfig;
+  std::atomic<const ActiveConfig*> active_{&kNoConfig};
+  bool resolver_config_valid_ ABSL_GUARDED_BY(mu_) = false;  // one was used
+  absl::Status resolver_config_error_ ABSL_GUARDED_BY(mu_);
+  std::atomic<uint64_t> resolver_config_errors_{0};
+  // The ActiveConfig for `sc` (the default: `json` empty) made or found.
+  const ActiveConfig* ConfigFor(const std::string& json, std::shared_ptr<const ServiceConfig> sc,
+                                absl::Status error) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The resolver's config (or its absence) applied; the health service
+  // before and after.
+  void ApplyResolverConfig(const ResolverResult& result) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The result's router and groups (of `names`, its addresses as strings)
+  // over list_; true if they changed.
+  bool SetRouting(const ResolverResult& result, const std::vector<std::string>& names)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  // Each CQ thread's view of the list and its round-robin cursor; touched
+  // only by that thread.
+  struct Group {
+    std::vector<std::shared_ptr<Subchannel>> list;
+    AddressPicker picker{LbPolicy::kPickFirst};
+  };
+  struct alignas(64) PerThread {
+    uint64_t version = ~uint64_t{0};
+    std::vector<std::shared_ptr<Subchannel>> list;
+    AddressPicker picker{LbPolicy::kPickFirst};  // the policy in force (active())
+    uint64_t seed = 0;                           // the picker's, kept for a new policy
+    std::shared_ptr<const CallRouter> router;
+    std::map<std::string, Group, std::less<>> groups;
+    std::map<std::string, std::string, std::less<>> fallback;
+    uint64_t route_rng = 0;  // NextRandom's state for CallRouteInfo::random
+    // least_request (thread scope): this thread's calls per address.
+    absl::flat_hash_map<const Subchannel*, uint32_t> outstanding;
+  };
+  std::vector<PerThread> per_thread_;
+  // CQ thread `thread`'s view: that thread's alone (debug builds check the
+  // caller is it).
+  PerThread& Own(size_t thread) {
+    RINGRPC_DCHECK(CurrentIndex() == thread);
+    return per_thread_[thread];
+  }
+  const PerThread& Own(size_t thread) const {
+    RINGRPC_DCHECK(CurrentIndex() == thread);
+    return per_thread_[thread];
+  }
+  // CQ thread `pt`'s own: its copy of the list, groups and router brought
+  // up to the current version.
+  void Refresh(PerThread& pt);
+  // The addresses `group` names in `pt` ("": the whole list; a group the
+  // resolver did not give: none).
+  static const std::vector<std::shared_ptr<Subchannel>>& ListFor(const PerThread& pt,
+                                                                 std::string_view group);
+};
+
+}  // namespace ringrpc::channel
+
+#endif  // RINGRPC_CLIENT_CHANNEL_CHANNEL_STATE_H_

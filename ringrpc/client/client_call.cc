@@ -1,0 +1,241 @@
+// ClientCall: one open call's operations (write, read, finish, cancel),
+// through the channel's interceptors and, for a stream that may be sent
+// again, its replay (the next attempt: stream_retry.cc).
+#include "ringrpc/client/client_call.h"
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "ringrpc/client/channel/channel_state.h"
+#include "ringrpc/client/internal/call_access.h"
+#include "ringrpc/client/internal/call_opener.h"
+#include "ringrpc/client/internal/client_call_impl.h"
+#include "ringrpc/client/internal/interceptors.h"
+#include "ringrpc/client/runtime/event_loop.h"
+
+namespace ringrpc {
+
+using internal::CallAccess;
+
+static_assert(static_cast<int>(transport::Compression::kGzip) ==
+                  static_cast<int>(GRPC_COMPRESS_GZIP) &&
+              static_cast<int>(transport::Compression::kDeflate) ==
+                  static_cast<int>(GRPC_COMPRESS_DEFLATE));
+ClientCall::ClientCall(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+ClientCall::~ClientCall() = default;
+
+namespace {
+Task<Status> Wrap(Task<absl::Status> t) { co_return Status::FromAbsl(co_await std::move(t)); }
+}  // namespace
+
+Task<Status> ClientCall::Write(std::string_view message, bool compress) {
+  if (impl_->interceptors == nullptr && impl_->replay == nullptr) {
+    return Wrap(impl_->call->Write(message, compress));
+  }
+  return Write(OutgoingMessage(std::string(message)), compress);
+}
+
+Task<Status> ClientCall::Write(OutgoingMessage message, bool compress) {
+  if (impl_->interceptors != nullptr) {
+    // Interceptors see (and may change) the message as a string of its own.
+    std::string m(message.bytes());
+    if (Status s = impl_->interceptors->PreSendMessage(m); !s.ok()) {
+      impl_->Fail(s);
+      return [](Status s) -> Task<Status> { co_return s; }(s);
+    }
+    message = OutgoingMessage(std::move(m));
+  }
+  if (impl_->replay == nullptr) {
+    return Wrap(impl_->call->Write(message, compress));  // queued before this returns
+  }
+  impl_->Remember(message, compress);
+  // A write that finds the attempt ended before the call committed goes
+  // out again with the next attempt's replay.
+  return [](Impl* impl, OutgoingMessage m, bool compress) -> Task<Status> {
+    for (;;) {
+      const uint64_t generation = impl->replay->generation;
+      absl::Status s;
+      {
+        Impl::Awaiting inside(impl);
+        s = co_await impl->call->Write(m, compress);
+      }
+      if (s.ok()) co_return Status();
+      if (!co_await internal::CallOpener::NextStreamAttempt(impl, generation)) {
+        co_return Status::FromAbsl(s);
+      }
+      co_return Status();  // replayed with the new attempt
+    }
+  }(impl_.get(), std::move(message), compress);
+}
+bool ClientCall::never_sent() const { return impl_->call->never_sent(); }
+void ClientCall::WritesDone() {
+  if (impl_->interceptors != nullptr) {
+    if (Status s = impl_->interceptors->PreSendClose(); !s.ok()) {
+      impl_->Fail(s);
+      return;
+    }
+  }
+  if (impl_->replay != nullptr) impl_->replay->writes_done = true;
+  impl_->call->WritesDone();
+}
+Task<std::optional<std::string>> ClientCall::Read() {
+  if (impl_->interceptors == nullptr && impl_->replay == nullptr) return impl_->call->Read();
+  return ReadThrough<std::string>(impl_.get());
+}
+
+Task<std::optional<ByteBuffer>> ClientCall::ReadBuffer() {
+  if (impl_->interceptors == nullptr && impl_->replay == nullptr) {
+    return impl_->call->ReadBuffer();
+  }
+  return ReadThrough<ByteBuffer>(impl_.get());
+}
+
+// One coroutine over the transport's read (not one over the other: see
+// transport::Call::TakeMessage).
+template <typename Out>
+Task<std::optional<Out>> ClientCall::ReadThrough(Impl* impl) {
+  std::optional<ByteBuffer> m;
+  for (;;) {
+    const uint64_t generation = impl->replay != nullptr ? impl->replay->generation : 0;
+    {
+      Impl::Awaiting inside(impl);
+      m = co_await impl->call->ReadBuffer();
+    }
+    // (One co_await per statement: GCC 12 mishandles them inside ||.)
+    if (m || impl->replay == nullptr) break;
+    if (!co_await internal::CallOpener::NextStreamAttempt(impl, generation)) break;
+  }
+  if (!m) co_return std::nullopt;
+  impl->Commit();  // a message came: the server has the call
+  if (impl->interceptors == nullptr) {
+    if constexpr (std::is_same_v<Out, std::string>) {
+      co_return std::move(*m).TakeString();
+    } else {
+      co_return std::move(*m);
+    }
+  }
+  // Interceptors see (and may change) the message as one string.
+  std::string flat = std::move(*m).TakeString();
+  Status s = impl->interceptors->PostRecvInitialMetadata(impl->call->initial_metadata());
+  if (s.ok()) s = impl->interceptors->PostRecvMessage(flat);
+  if (!s.ok()) {
+    impl->Fail(s);
+    co_return std::nullopt;
+  }
+  co_return Out(std::move(flat));
+}
+
+void ClientCall::Cancel() {
+  if (impl_->interceptors != nullptr) impl_->interceptors->PreSendCancel();
+  if (impl_->replay != nullptr) {
+    impl_->Commit();
+    impl_->replay->cancelled = true;  // an attempt being opened is cancelled too
+  }
+  impl_->call->Cancel();
+}
+
+void ClientCall::Run(Task<void> task) { impl_->loop->PostSpawn(std::move(task)); }
+
+bool ClientCall::OnItsThread() const { return runtime::EventLoop::Current() == impl_->loop; }
+bool ClientCall::OnChannelThread() const { return impl_->channel->CurrentIndex().has_value(); }
+
+Task<bool> ClientCall::ReadInitialMetadata() {
+  for (;;) {
+    const uint64_t generation = impl_->replay != nullptr ? impl_->replay->generation : 0;
+    {
+      Impl::Awaiting inside(impl_.get());
+      co_await impl_->call->WaitForInitialMetadata();
+    }
+    if (impl_->call->initial_metadata_received() || impl_->replay == nullptr) break;
+    if (!co_await internal::CallOpener::NextStreamAttempt(impl_.get(), generation)) break;
+  }
+  if (!impl_->call->headers_received() && impl_->call->finished()) {
+    // None will come: the (empty) initial results are final now, before
+    // anyone is told so.
+    internal::CallAccess::SetInitialResults(*impl_->ctx, *impl_->call, impl_->sc->record->name(),
+                                            /*publish=*/true);
+  }
+  co_return PublishInitialMetadata();
+}
+
+bool ClientCall::PublishInitialMetadata() {
+  if (!impl_->call->headers_received()) return false;
+  if (impl_->interceptors != nullptr) {
+    if (Status s = impl_->interceptors->PostRecvInitialMetadata(impl_->call->initial_metadata());
+        !s.ok()) {
+      impl_->Fail(s);
+    }
+  }
+  internal::CallAccess::SetInitialResults(*impl_->ctx, *impl_->call, impl_->sc->record->name(),
+                                          /*publish=*/true);
+  return true;
+}
+
+Task<Status> ClientCall::Finish() {
+  for (;;) {
+    const uint64_t generation = impl_->replay != nullptr ? impl_->replay->generation : 0;
+    {
+      Impl::Awaiting inside(impl_.get());
+      (void)co_await impl_->call->Finish();  // FinishNow() reads the status
+    }
+    if (impl_->replay == nullptr) break;
+    if (!co_await internal::CallOpener::NextStreamAttempt(impl_.get(), generation)) break;
+  }
+  co_return FinishNow();
+}
+
+bool ClientCall::finished() const { return impl_->call->finished(); }
+
+Status ClientCall::FinishNow() {
+  internal::CallAccess::SetResults(*impl_->ctx, *impl_->call, impl_->call->trailing_metadata(),
+                                   impl_->sc->record->name());
+  if (impl_->replay != nullptr) {
+    Status s =
+        impl_->replay->failure
+            ? *impl_->replay->failure
+            : Status::FromAbsl(*impl_->call->status(), impl_->call->status_details().value_or(""));
+    impl_->RecordCallEnd(s.error_code());
+    if (impl_->interceptors == nullptr || impl_->replay->failure) return s;
+  }
+  if (impl_->interceptors == nullptr) {
+    return Status::FromAbsl(*impl_->call->status(), impl_->call->status_details().value_or(""));
+  }
+  if (!impl_->final_status) {  // interceptors see the status once
+    Status s = impl_->failed ? *impl_->failed
+                             : Status::FromAbsl(*impl_->call->status(),
+                                                impl_->call->status_details().value_or(""));
+    if (impl_->call->headers_received()) {
+      (void)impl_->interceptors->PostRecvInitialMetadata(impl_->call->initial_metadata());
+    }
+    impl_->interceptors->PostRecvStatus(s, impl_->call->initial_metadata(),
+                                        impl_->call->trailing_metadata());
+    impl_->final_status = std::move(s);
+  }
+  return *impl_->final_status;
+}
+
+Status ClientCall::WriteNow(std::string_view message) {
+  if (impl_->interceptors == nullptr && impl_->replay == nullptr) {
+    return Status::FromAbsl(impl_->call->Enqueue(message));
+  }
+  return WriteNow(OutgoingMessage(std::string(message)));
+}
+
+Status ClientCall::WriteNow(const OutgoingMessage& message) {
+  if (impl_->interceptors == nullptr) {
+    impl_->Remember(message, true);
+    return Status::FromAbsl(impl_->call->Enqueue(message));
+  }
+  std::string m(message.bytes());
+  if (Status s = impl_->interceptors->PreSendMessage(m); !s.ok()) {
+    impl_->Fail(s);
+    return s;
+  }
+  OutgoingMessage changed(std::move(m));
+  impl_->Remember(changed, true);
+  return Status::FromAbsl(impl_->call->Enqueue(changed));
+}
+
+}  // namespace ringrpc

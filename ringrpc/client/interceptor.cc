@@ -1,0 +1,161 @@
+#include "ringrpc/client/interceptor.h"
+
+#include <utility>
+
+#include "ringrpc/client/internal/interceptors.h"
+
+namespace ringrpc {
+namespace internal {
+
+using experimental::InterceptionHookPoints;
+
+class CallInterceptors::Batch final : public experimental::InterceptorBatchMethods {
+ public:
+  explicit Batch(InterceptionHookPoints point) : point_(point) {}
+  bool QueryInterceptionHookPoint(InterceptionHookPoints type) override { return type == point_; }
+  void Proceed() override { proceeded_ = true; }
+  void Fail(Status status) override {
+    failed_ = status.ok() ? Status(StatusCode::UNKNOWN, "an interceptor failed the call with OK")
+                          : std::move(status);
+  }
+  std::multimap<std::string, std::string>* GetSendInitialMetadata() override { return send_md; }
+  std::string* GetSerializedSendMessage() override { return send_message; }
+  const std::multimap<std::string, std::string>* GetRecvInitialMetadata() override {
+    return recv_initial;
+  }
+  const std::multimap<std::string, std::string>* GetRecvTrailingMetadata() override {
+    return recv_trailing;
+  }
+  std::string* GetSerializedRecvMessage() override { return recv_message; }
+  Status* GetRecvStatus() override { return recv_status; }
+
+  InterceptionHookPoints point() const { return point_; }
+  // Ready for the next interceptor.
+  void Reset() { proceeded_ = false; }
+  bool proceeded() const { return proceeded_; }
+  const std::optional<Status>& failed() const { return failed_; }
+
+  std::multimap<std::string, std::string>* send_md = nullptr;
+  std::string* send_message = nullptr;
+  const std::multimap<std::string, std::string>* recv_initial = nullptr;
+  const std::multimap<std::string, std::string>* recv_trailing = nullptr;
+  std::string* recv_message = nullptr;
+  Status* recv_status = nullptr;
+
+ private:
+  InterceptionHookPoints point_;
+  bool proceeded_ = false;
+  std::optional<Status> failed_;
+};
+
+namespace {
+
+const char* HookName(InterceptionHookPoints p) {
+  switch (p) {
+    case InterceptionHookPoints::PRE_SEND_INITIAL_METADATA:
+      return "PRE_SEND_INITIAL_METADATA";
+    case InterceptionHookPoints::PRE_SEND_MESSAGE:
+      return "PRE_SEND_MESSAGE";
+    case InterceptionHookPoints::PRE_SEND_CLOSE:
+      return "PRE_SEND_CLOSE";
+    case InterceptionHookPoints::POST_RECV_INITIAL_METADATA:
+      return "POST_RECV_INITIAL_METADATA";
+    case InterceptionHookPoints::POST_RECV_MESSAGE:
+      return "POST_RECV_MESSAGE";
+    case InterceptionHookPoints::POST_RECV_STATUS:
+      return "POST_RECV_STATUS";
+    case InterceptionHookPoints::PRE_SEND_CANCEL:
+      return "PRE_SEND_CANCEL";
+    case InterceptionHookPoints::NUM_INTERCEPTION_HOOKS:
+      break;
+  }
+  return "?";
+}
+
+std::multimap<std::string, std::string> ToMap(const transport::Metadata& md) {
+  return {md.begin(), md.end()};
+}
+
+}  // namespace
+
+std::unique_ptr<CallInterceptors> CallInterceptors::Create(const InterceptorFactories* factories,
+                                                           const std::string& method,
+                                                           ClientContext* ctx) {
+  if (factories == nullptr || factories->empty()) return nullptr;
+  auto out = std::make_unique<CallInterceptors>();
+  experimental::ClientRpcInfo info(method, ctx);
+  for (const auto& f : *factories) {
+    if (experimental::Interceptor* i = f->CreateClientInterceptor(&info))
+      out->list_.emplace_back(i);
+  }
+  if (out->list_.empty()) return nullptr;
+  return out;
+}
+
+Status CallInterceptors::Run(Batch& batch) {
+  for (size_t i = 0; i < list_.size(); ++i) {
+    batch.Reset();
+    list_[i]->Intercept(&batch);
+    if (batch.failed()) return *batch.failed();
+    if (!batch.proceeded()) {
+      return Status(StatusCode::INTERNAL,
+                    "interceptor " + std::to_string(i) + " returned from Intercept at " +
+                        HookName(batch.point()) + " without calling Proceed() or Fail()");
+    }
+  }
+  return Status();
+}
+
+Status CallInterceptors::PreSendInitialMetadata(transport::Metadata& md) {
+  Batch b(InterceptionHookPoints::PRE_SEND_INITIAL_METADATA);
+  std::multimap<std::string, std::string> map = ToMap(md);
+  b.send_md = &map;
+  Status s = Run(b);
+  md.assign(map.begin(), map.end());
+  return s;
+}
+
+Status CallInterceptors::PreSendMessage(std::string& message) {
+  Batch b(InterceptionHookPoints::PRE_SEND_MESSAGE);
+  b.send_message = &message;
+  return Run(b);
+}
+
+Status CallInterceptors::PreSendClose() {
+  Batch b(InterceptionHookPoints::PRE_SEND_CLOSE);
+  return Run(b);
+}
+
+Status CallInterceptors::PostRecvInitialMetadata(const transport::Metadata& md) {
+  if (initial_reported_) return Status();
+  initial_reported_ = true;
+  Batch b(InterceptionHookPoints::POST_RECV_INITIAL_METADATA);
+  std::multimap<std::string, std::string> map = ToMap(md);
+  b.recv_initial = &map;
+  return Run(b);
+}
+
+Status CallInterceptors::PostRecvMessage(std::string& message) {
+  Batch b(InterceptionHookPoints::POST_RECV_MESSAGE);
+  b.recv_message = &message;
+  return Run(b);
+}
+
+void CallInterceptors::PostRecvStatus(Status& status, const transport::Metadata& initial,
+                                      const transport::Metadata& trailing) {
+  Batch b(InterceptionHookPoints::POST_RECV_STATUS);
+  std::multimap<std::string, std::string> im = ToMap(initial), tm = ToMap(trailing);
+  b.recv_initial = &im;
+  b.recv_trailing = &tm;
+  b.recv_status = &status;
+  Status s = Run(b);
+  if (!s.ok()) status = s;
+}
+
+void CallInterceptors::PreSendCancel() {
+  Batch b(InterceptionHookPoints::PRE_SEND_CANCEL);
+  (void)Run(b);  // the call is cancelled whatever they say
+}
+
+}  // namespace internal
+}  // namespace ringrpc

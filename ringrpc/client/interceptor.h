@@ -1,0 +1,111 @@
+// ringrpc/client/interceptor.h — client interceptors in grpc++'s model
+// (grpc::experimental::Interceptor, InterceptorBatchMethods,
+// ClientInterceptorFactoryInterface), installed per channel:
+//
+//   class AuthInterceptor : public ringrpc::experimental::Interceptor {
+//    public:
+//     void Intercept(ringrpc::experimental::InterceptorBatchMethods* m) override {
+//       if (m->QueryInterceptionHookPoint(
+//               ringrpc::experimental::InterceptionHookPoints::PRE_SEND_INITIAL_METADATA)) {
+//         m->GetSendInitialMetadata()->emplace("authorization", "Bearer ...");
+//       }
+//       m->Proceed();
+//     }
+//   };
+//   class AuthFactory : public ringrpc::experimental::ClientInterceptorFactoryInterface {
+//     ringrpc::experimental::Interceptor* CreateClientInterceptor(
+//         ringrpc::experimental::ClientRpcInfo*) override { return new AuthInterceptor; }
+//   };
+//   auto channel = ringrpc::experimental::CreateCustomChannelWithInterceptors(
+//       target, creds, args, std::move(factories));
+//
+// Each call gets one interceptor per factory (in the factories' order);
+// every hook point of an operation runs them in that order, on the call's
+// CQ thread, for all three call forms. Differences from grpc++: messages
+// are seen serialized (GetSerializedSendMessage / GetSerializedRecvMessage:
+// the bytes, modifiable); Intercept must call Proceed() or Fail(status)
+// before it returns (no asynchronous Proceed, no Hijack). Fail at
+// PRE_SEND_INITIAL_METADATA ends the call with that status before anything
+// is sent; at a later hook point it cancels the call and the call ends with
+// that status. A channel without interceptors pays one pointer test per
+// operation.
+#ifndef RINGRPC_CLIENT_INTERCEPTOR_H_
+#define RINGRPC_CLIENT_INTERCEPTOR_H_
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ringrpc/client/channel.h"
+#include "ringrpc/client/client_context.h"
+#include "ringrpc/client/status.h"
+
+namespace ringrpc::experimental {
+
+enum class InterceptionHookPoints {
+  PRE_SEND_INITIAL_METADATA,
+  PRE_SEND_MESSAGE,
+  PRE_SEND_CLOSE,
+  POST_RECV_INITIAL_METADATA,
+  POST_RECV_MESSAGE,
+  POST_RECV_STATUS,
+  PRE_SEND_CANCEL,
+  NUM_INTERCEPTION_HOOKS
+};
+
+class InterceptorBatchMethods {
+ public:
+  virtual ~InterceptorBatchMethods() = default;
+  virtual bool QueryInterceptionHookPoint(InterceptionHookPoints type) = 0;
+  // On to the next interceptor (then the operation).
+  virtual void Proceed() = 0;
+  // Ends the call with `status` (ringrpc's; grpc++ would hijack).
+  virtual void Fail(Status status) = 0;
+  // PRE_SEND_INITIAL_METADATA: the request metadata, modifiable.
+  virtual std::multimap<std::string, std::string>* GetSendInitialMetadata() = 0;
+  // PRE_SEND_MESSAGE: the message's bytes, modifiable.
+  virtual std::string* GetSerializedSendMessage() = 0;
+  // POST_RECV_INITIAL_METADATA / POST_RECV_STATUS: the server's metadata.
+  virtual const std::multimap<std::string, std::string>* GetRecvInitialMetadata() = 0;
+  virtual const std::multimap<std::string, std::string>* GetRecvTrailingMetadata() = 0;
+  // POST_RECV_MESSAGE: the message's bytes, modifiable.
+  virtual std::string* GetSerializedRecvMessage() = 0;
+  // POST_RECV_STATUS: the call's status, modifiable.
+  virtual Status* GetRecvStatus() = 0;
+};
+
+class Interceptor {
+ public:
+  virtual ~Interceptor() = default;
+  virtual void Intercept(InterceptorBatchMethods* methods) = 0;
+};
+
+class ClientRpcInfo {
+ public:
+  ClientRpcInfo(const std::string& method, ClientContext* context)
+      : method_(method), context_(context) {}
+  // "/package.Service/Method".
+  const char* method() const { return method_.c_str(); }
+  ClientContext* client_context() const { return context_; }
+
+ private:
+  const std::string& method_;
+  ClientContext* context_;
+};
+
+class ClientInterceptorFactoryInterface {
+ public:
+  virtual ~ClientInterceptorFactoryInterface() = default;
+  // A new interceptor for one call (owned by the call); nullptr: none.
+  virtual Interceptor* CreateClientInterceptor(ClientRpcInfo* info) = 0;
+};
+
+std::shared_ptr<Channel> CreateCustomChannelWithInterceptors(
+    const std::string& target, const std::shared_ptr<ChannelCredentials>& creds,
+    const ChannelArguments& args,
+    std::vector<std::unique_ptr<ClientInterceptorFactoryInterface>> interceptor_creators);
+
+}  // namespace ringrpc::experimental
+
+#endif  // RINGRPC_CLIENT_INTERCEPTOR_H_

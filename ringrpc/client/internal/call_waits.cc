@@ -1,0 +1,50 @@
+// A call's waits before it has a stream (call_waits.h).
+#include "ringrpc/client/internal/call_waits.h"
+
+#include <algorithm>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "ringrpc/base/mutex.h"
+#include "ringrpc/client/internal/call_access.h"
+#include "ringrpc/client/internal/pick_loop.h"
+
+namespace ringrpc::internal {
+
+bool Cancelled(const ClientContext& ctx) {
+  const std::shared_ptr<CancelState>& cs = CallAccess::cancel(ctx);
+  MutexLock lock(&cs->mu);
+  return cs->cancelled;
+}
+
+Task<void> AwaitFirstResolution(channel::ChannelState& st, runtime::EventLoop& loop,
+                                const ClientContext& ctx) {
+  const TimePoint deadline =
+      ctx.deadline() ? channel::ToLoopTime(*ctx.deadline(), loop.Now()) : TimePoint::max();
+  while (!st.resolved_once() && loop.Now() < deadline && !Cancelled(ctx)) {
+    co_await SleepUntil(loop, std::min(deadline, loop.Now() + kHealthPoll));
+  }
+}
+
+Task<std::optional<Status>> WaitToRetry(runtime::EventLoop& loop, const ClientContext& ctx,
+                                        Duration delay, TimePoint deadline, std::string last,
+                                        std::function<bool()> cancelled) {
+  const TimePoint until =
+      delay < TimePoint::max() - loop.Now() ? loop.Now() + delay : TimePoint::max();
+  while (loop.Now() < until) {
+    // (No braced list around a co_await: GCC 12 miscompiles it.)
+    const TimePoint wake = std::min(std::min(until, deadline), loop.Now() + kCancelPoll);
+    co_await SleepUntil(loop, wake);
+    if (Cancelled(ctx) || (cancelled && cancelled())) {
+      co_return Status(StatusCode::CANCELLED, "cancelled while waiting to retry");
+    }
+    if (loop.Now() >= deadline) {
+      co_return Status(
+          StatusCode::DEADLINE_EXCEEDED,
+          absl::StrCat("deadline exceeded while waiting to retry; last attempt: ", last));
+    }
+  }
+  co_return std::nullopt;
+}
+
+}  // namespace ringrpc::internal

@@ -1,0 +1,78 @@
+// ringrpc/client/internal/cancel_wake.h — a wait that TryCancel ends at once: while
+// a CancelWake lives, ClientContext::TryCancel from any thread runs its
+// `interrupt` on the call's loop (the pick's wait in its thread's pool,
+// which is not cut into kCancelPoll slices). Internal to the call path.
+//
+// Threading: made and destroyed on the call's CQ thread; TryCancel from any.
+//
+//   CancelWake wake(cancel_state, loop, [&wait] { wait.Interrupt(); });
+//   auto got = co_await wait;
+#ifndef RINGRPC_CLIENT_INTERNAL_CANCEL_WAKE_H_
+#define RINGRPC_CLIENT_INTERNAL_CANCEL_WAKE_H_
+
+#include <functional>
+#include <memory>
+
+#include "ringrpc/base/mutex.h"
+#include "ringrpc/client/client_context.h"
+#include "ringrpc/client/runtime/event_loop.h"
+
+namespace ringrpc::internal {
+
+// While it lives, TryCancel from any thread runs `interrupt` on the call's
+// loop (a wait that is not cut into kCancelPoll slices ends at once). The
+// context reaches one wait or one started call at a time, as for hedges: a
+// registration made later replaces this one, and this one is taken back
+// only if it is still there.
+class CancelWake {
+ public:
+  CancelWake(std::shared_ptr<CancelState> cancel, runtime::EventLoop& loop,
+             std::function<void()> interrupt)
+      : cancel_(std::move(cancel)),
+        target_(std::make_shared<Target>(Target{&loop, std::move(interrupt)})) {
+    bool now;
+    {
+      MutexLock lock(&cancel_->mu);
+      now = cancel_->cancelled;
+      if (!now) {
+        cancel_->running = target_;
+        cancel_->cancel_running = [](const std::shared_ptr<void>& t) {
+          std::weak_ptr<Target> weak = std::static_pointer_cast<Target>(t);
+          std::static_pointer_cast<Target>(t)->loop->Post([weak] {
+            // The TryCancel thread may still hold the target after the
+            // wait ended: `armed`, read on the loop, says the wait (and the
+            // frame `interrupt` points into) is still there.
+            std::shared_ptr<Target> target = weak.lock();
+            if (target != nullptr && target->armed) target->interrupt();
+          });
+        };
+      }
+    }
+    if (now) target_->interrupt();  // cancelled since the last check
+  }
+  CancelWake(const CancelWake&) = delete;
+  CancelWake& operator=(const CancelWake&) = delete;
+  ~CancelWake() {
+    target_->armed = false;  // on the loop: a TryCancel posted now finds nothing to end
+    MutexLock lock(&cancel_->mu);
+    std::shared_ptr<void> mine = target_;
+    const std::weak_ptr<void>& r = cancel_->running;
+    if (!r.owner_before(mine) && !mine.owner_before(r)) {
+      cancel_->running.reset();
+      cancel_->cancel_running = nullptr;
+    }
+  }
+
+ private:
+  struct Target {
+    runtime::EventLoop* loop;
+    std::function<void()> interrupt;
+    bool armed = true;  // loop thread only: false once the CancelWake is gone
+  };
+  const std::shared_ptr<CancelState> cancel_;
+  const std::shared_ptr<Target> target_;
+};
+
+}  // namespace ringrpc::internal
+
+#endif  // RINGRPC_CLIENT_INTERNAL_CANCEL_WAKE_H_

@@ -1,0 +1,174 @@
+// One round of a call's pick -> lease (pick_loop.h).
+#include "ringrpc/client/internal/pick_loop.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "ringrpc/base/mutex.h"
+#include "ringrpc/client/internal/cancel_wake.h"
+#include "ringrpc/client/runtime/loop_event.h"
+
+namespace ringrpc::internal {
+namespace {
+
+Task<absl::StatusOr<SubchannelLease>> Acquire(channel::SubchannelPool p) {
+  co_return co_await p.Acquire();
+}
+
+Step Fail(Attempt& a, Status s) {
+  a.failure = std::move(s);
+  return Step::kFail;
+}
+
+// When a wait inside the pick must end: at `t`, the deadline, or soon
+// enough to notice that a hedged attempt was abandoned.
+TimePoint WakeBy(const Attempt& a, TimePoint t) {
+  t = std::min(t, a.deadline);
+  if (a.abandoned != nullptr) t = std::min(t, a.loop.Now() + kAbandonPoll);
+  return t;
+}
+
+// Waits until `t` (WakeBy's bound), looking for TryCancel every
+// kCancelPoll: a wait_for_ready call backing off for minutes still ends at
+// once when cancelled (the caller's next Ended() says so).
+Task<void> Pause(Attempt& a, TimePoint t) {
+  const TimePoint until = WakeBy(a, t);
+  while (a.loop.Now() < until) {
+    {
+      MutexLock lock(&a.cancel->mu);
+      if (a.cancel->cancelled) co_return;
+    }
+    co_await SleepUntil(a.loop, std::min(until, a.loop.Now() + kCancelPoll));
+  }
+}
+
+// The call may still start: not cancelled, deadline not passed.
+std::optional<Status> Ended(Attempt& a) {
+  {
+    MutexLock lock(&a.cancel->mu);
+    if (a.cancel->cancelled)
+      return Status(StatusCode::CANCELLED, "cancelled before the call started");
+  }
+  if (a.abandoned != nullptr && *a.abandoned) {
+    return Status(StatusCode::CANCELLED, "another hedged attempt of the call answered first");
+  }
+  if (a.loop.Now() < a.deadline) return std::nullopt;
+  if (!a.st.resolved_once()) {
+    // The wait was for the resolver, not for a connection: say which.
+    return Status(StatusCode::DEADLINE_EXCEEDED,
+                  "deadline exceeded before the target was resolved (the resolver has not "
+                  "answered yet)");
+  }
+  return Status(StatusCode::DEADLINE_EXCEEDED,
+                a.last.ok() ? std::string("deadline exceeded before a connection was ready")
+                            : absl::StrCat("deadline exceeded waiting for a connection; last "
+                                           "error: ",
+                                           a.last.message()));
+}
+
+// The lease failed: another address, a wait (wait_for_ready) or the end.
+Task<Step> OnLeaseFailed(Attempt& a, absl::Status error) {
+  a.last = std::move(error);
+  a.st.RequestReresolution();
+  // The address just failed (its record is now TRANSIENT_FAILURE): like
+  // gRPC's pickers, try another address before failing the call.
+  if (a.number < kMaxRepicks && a.st.AnotherUsable(a.index, a.sc, a.group)) co_return Step::kAgain;
+  if (!a.wait_for_ready || a.last.code() == absl::StatusCode::kFailedPrecondition) {
+    co_return Fail(a, Status(StatusCode::UNAVAILABLE, std::string(a.last.message())));
+  }
+  // Wait for the address's backoff (shared by all threads) to allow a new
+  // attempt, or a little while, within the deadline.
+  TimePoint retry = std::max(a.sc->record->next_attempt(), a.loop.Now() + kMinLeaseRetryDelay);
+  co_await Pause(a, retry);
+  co_return Step::kAgain;
+}
+
+}  // namespace
+
+Step PickAndTryLease(Attempt& a) {
+  if (std::optional<Status> ended = Ended(a)) return Fail(a, *ended);
+  // Read before picking: once set, the list the pick sees is the
+  // resolver's answer (resolved_once is set after the list).
+  a.resolved = a.st.resolved_once();
+  // Routed again each round: a new resolver answer may have moved the
+  // groups (a channel without a router gets "" at the cost of a compare).
+  absl::StatusOr<CallRoute> route = a.st.Route(a.index, a.method, *a.metadata);
+  if (!route.ok()) return Fail(a, Status::FromAbsl(route.status()));
+  // The route's limit on the call's length shortens its deadline (A31);
+  // a later round's, counted from later, never lengthens it.
+  if (route->max_duration) {
+    const TimePoint now = a.loop.Now();
+    const Duration limit = std::chrono::duration_cast<Duration>(*route->max_duration);
+    if (a.deadline - now > limit) a.deadline = now + limit;
+  }
+  // The loop's time, as the backoff check below uses: the two agree.
+  a.group = std::string(a.st.Failover(a.index, route->group, a.loop.Now()));
+  a.sc = a.st.Pick(a.index, a.group);
+  if (a.sc == nullptr) return Step::kNoAddress;
+  // The warm path: a connection this thread has, with a free stream. No
+  // await, no timer.
+  absl::StatusOr<SubchannelLease> lease = a.sc->pool.TryAcquire();
+  if (!lease.ok()) return Step::kNoLease;
+  a.lease = std::move(*lease);
+  return Step::kLeased;
+}
+
+Task<Step> FinishPick(Attempt& a, Step step) {
+  if (step == Step::kNoAddress) {
+    a.last = a.st.NoPickError(a.index, a.group);
+    // Before the resolver's first answer, or a health check's, every call
+    // waits (the channel is not failing, just starting); after a resolver
+    // error, or with every address unhealthy, only wait_for_ready calls do.
+    const bool health_pending = a.st.HealthPending(a.index);
+    if (!a.wait_for_ready && a.resolved && !health_pending) {
+      // A health answer may have come between the pick and the check
+      // (UNKNOWN, then SERVING): pick again before failing.
+      if (a.number < kMaxRepicks && a.st.Pick(a.index, a.group) != nullptr) {
+        co_return Step::kAgain;
+      }
+      co_return Fail(a, Status::FromAbsl(a.last));
+    }
+    const Duration poll = health_pending ? kHealthPoll : kNoAddressPoll;
+    co_await SleepUntil(a.loop, WakeBy(a, a.loop.Now() + poll));
+    co_return Step::kAgain;
+  }
+  // While the address backs off (for every thread), fail fast (or wait,
+  // if wait_for_ready): no dial, no waiting in the pool.
+  if (absl::Status backoff = a.sc->record->CheckBackoff(a.loop.Now()); !backoff.ok()) {
+    a.last = backoff;
+    // Picked while another thread's dial was failing: another address
+    // that is READY or connecting takes the call (a fail-fast call fails
+    // only when there is none).
+    if (a.number < kMaxRepicks && a.st.AnotherUsable(a.index, a.sc, a.group)) {
+      co_return Step::kAgain;
+    }
+    if (!a.wait_for_ready) co_return Fail(a, Status::FromAbsl(backoff));
+    co_await Pause(a, a.sc->record->next_attempt());
+    co_return Step::kAgain;
+  }
+  Duration left = a.deadline == TimePoint::max() ? Duration(std::chrono::hours(24 * 365))
+                                                 : a.deadline - a.loop.Now();
+  if (a.abandoned != nullptr) left = std::min(left, Duration(kAbandonPoll));
+  runtime::WithTimeout<absl::StatusOr<SubchannelLease>> wait(a.loop, Acquire(a.sc->pool), left);
+  std::optional<absl::StatusOr<SubchannelLease>> waited;
+  {
+    // Behind another call's dial this wait can last the connect timeout:
+    // TryCancel ends it at once (the dial goes on for the others).
+    CancelWake wake(a.cancel, a.loop, [&wait] { wait.Interrupt(); });
+    waited = co_await wait;
+  }
+  if (!waited) co_return Step::kAgain;  // the deadline or cancel check reports it
+  absl::StatusOr<SubchannelLease> lease = std::move(*waited);
+  if (!lease.ok() && a.sc->pool.closed() && a.number < kMaxClosedPoolRepicks) {
+    // A resolver update dropped this address after the pick (the fault
+    // suite's flapping test): pick again once this thread has the new list.
+    co_await SleepUntil(a.loop, WakeBy(a, a.loop.Now() + kClosedPoolRepickDelay));
+    co_return Step::kAgain;
+  }
+  if (!lease.ok()) co_return co_await OnLeaseFailed(a, lease.status());
+  a.lease = std::move(*lease);
+  co_return Step::kLeased;
+}
+
+}  // namespace ringrpc::internal

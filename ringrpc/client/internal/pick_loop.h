@@ -1,0 +1,108 @@
+// ringrpc/client/internal/pick_loop.h — one round of a call's way to a stream:
+// pick an address (the channel's routing, failover and LB pick), lease a
+// stream on this thread's pool for it, or wait (the resolver's first
+// answer, a health check's, an address's backoff, a dial) or fail, as
+// gRPC's pickers decide: fail fast unless wait_for_ready, try another
+// address before failing, TryCancel and the deadline end every wait.
+// CallOpener::Open runs rounds until kLeased or kFail. Private to ringrpc/client/.
+//
+// Threading: the call's CQ thread.
+//
+//   Step step = PickAndTryLease(a);  // the warm path: no coroutine frame
+//   if (step == Step::kNoAddress || step == Step::kNoLease)
+//     step = co_await FinishPick(a, step);
+#ifndef RINGRPC_CLIENT_INTERNAL_PICK_LOOP_H_
+#define RINGRPC_CLIENT_INTERNAL_PICK_LOOP_H_
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "ringrpc/base/task.h"
+#include "ringrpc/base/time.h"
+#include "ringrpc/client/channel/channel_state.h"
+#include "ringrpc/client/channel/subchannel.h"
+#include "ringrpc/client/client_context.h"
+#include "ringrpc/client/runtime/event_loop.h"
+#include "ringrpc/client/status.h"
+#include "ringrpc/client/transport/metadata.h"
+
+namespace ringrpc::internal {
+
+using std::chrono::milliseconds;
+
+// How many times one call may pick another address after the picked one
+// failed or was backing off, before it reports the failure: enough to walk
+// a typical address list once or twice, few enough that a call facing a
+// dead cluster fails in microseconds, not after a scan of every address.
+constexpr int kMaxRepicks = 8;
+// How often a call whose pick raced a resolver update that dropped its
+// address picks again (kClosedPoolRepickDelay apart) before reporting
+// "pool is closed": the new list reaches the thread within a loop turn, so
+// 100 ms is far more than it needs.
+constexpr int kMaxClosedPoolRepicks = 100;
+constexpr milliseconds kClosedPoolRepickDelay{1};
+// How often a call whose connection stopped taking streams between the
+// lease and the stream's start (GOAWAY, close) tries another lease: each
+// try poisons that connection, so a few cover a burst of closing ones.
+constexpr int kMaxStartRetries = 4;
+// How often a call with no address to pick looks again: before the
+// resolver's first answer, or (wait_for_ready) after a resolver error. The
+// list arrives by a post to the thread, not a wake-up of waiting calls.
+constexpr milliseconds kNoAddressPoll{20};
+// How often a call waiting for an address's first health check answer
+// looks again: the answer is one round trip away.
+constexpr milliseconds kHealthPoll{5};
+// How soon a hedged attempt still opening notices that another attempt
+// answered (its waits for a connection are cut into slices this long).
+constexpr milliseconds kAbandonPoll{20};
+// How soon a call waiting before it has a stream (an address's backoff, a
+// retry's) notices TryCancel: its waits are cut into slices this long.
+constexpr milliseconds kCancelPoll{20};
+// The shortest wait of a wait_for_ready call whose lease failed before it
+// tries again (the address's backoff usually asks for longer).
+constexpr milliseconds kMinLeaseRetryDelay{5};
+
+using channel::ChannelState;
+using channel::Subchannel;
+using channel::SubchannelLease;
+
+// What one call's attempts to reach a stream share.
+struct Attempt {
+  ChannelState& st;
+  size_t index;  // the CQ thread's
+  runtime::EventLoop& loop;
+  ClientContext* ctx;
+  TimePoint deadline;   // TimePoint::max(): none
+  bool wait_for_ready;  // the context's, else the service config's
+  std::shared_ptr<CancelState> cancel;
+  const bool* abandoned = nullptr;  // a hedged attempt the call no longer needs
+  // What the resolver's CallRouter (xDS routes) routes by, if it has one.
+  std::string_view method;
+  const transport::Metadata* metadata = nullptr;
+  std::string group;  // the route's answer for this round ("": the whole list)
+  int number = 0;
+  absl::Status last;  // the latest failure, for the message of the final one
+  std::shared_ptr<Subchannel> sc;
+  std::optional<SubchannelLease> lease;
+  Status failure;         // with Step::kFail
+  bool resolved = false;  // this round's pick saw a resolver answer
+};
+
+enum class Step { kLeased, kAgain, kFail, kNoAddress, kNoLease };
+
+// One round of pick -> lease, its warm path without a coroutine frame:
+// kLeased (a.sc and a.lease are set), kFail (a.failure), or kNoAddress /
+// kNoLease, which FinishPick goes on with.
+Step PickAndTryLease(Attempt& a);
+// The rest of a round PickAndTryLease could not finish: kNoAddress (no
+// address to pick) or kNoLease (the picked address has no free stream on
+// this thread). kAgain: run another round.
+Task<Step> FinishPick(Attempt& a, Step step);
+
+}  // namespace ringrpc::internal
+
+#endif  // RINGRPC_CLIENT_INTERNAL_PICK_LOOP_H_
