@@ -5,16 +5,19 @@
 #                    PROTOS <file.proto>...
 #                    [IMPORT_DIRS <dir>...]
 #                    [PROTOC_OUT_DIR <dir>]          # default: CMAKE_CURRENT_BINARY_DIR
-#                    [NESTED_NAMESPACE <name>])      # stubs in <package>::<name>
+#                    [NESTED_NAMESPACE <name>]       # stubs in <package>::<name>
+#                    [GENERATE_MOCKS])               # also X_mock.ringrpc.pb.h (gMock)
 #
 # Each proto's output path is its path under the first IMPORT_DIRS entry
 # that holds it (or its bare name when IMPORT_DIRS is not given), exactly
 # as protobuf_generate() places X.pb.h: generate the messages with
 # protobuf_generate() (or grpc++'s build) using the same IMPORT_DIRS, and
 # link them to <target>; the stubs include "X.pb.h" by that path.
-# PROTOC_OUT_DIR is added to <target>'s include directories.
+# PROTOC_OUT_DIR is added to <target>'s include directories. With
+# GENERATE_MOCKS, X_mock.ringrpc.pb.h (Mock<Service>Stub) is written beside
+# the stubs; a test that includes it links GTest::gmock.
 function(ringrpc_generate)
-  cmake_parse_arguments(arg "" "TARGET;PROTOC_OUT_DIR;NESTED_NAMESPACE" "PROTOS;IMPORT_DIRS" ${ARGN})
+  cmake_parse_arguments(arg "GENERATE_MOCKS" "TARGET;PROTOC_OUT_DIR;NESTED_NAMESPACE" "PROTOS;IMPORT_DIRS" ${ARGN})
   if(NOT arg_TARGET)
     message(FATAL_ERROR "ringrpc_generate: TARGET is required")
   endif()
@@ -27,9 +30,17 @@ function(ringrpc_generate)
   if(NOT arg_PROTOC_OUT_DIR)
     set(arg_PROTOC_OUT_DIR "${CMAKE_CURRENT_BINARY_DIR}")
   endif()
-  set(out_option "")
+  set(options "")
   if(arg_NESTED_NAMESPACE)
-    set(out_option "nested_namespace=${arg_NESTED_NAMESPACE}:")
+    list(APPEND options "nested_namespace=${arg_NESTED_NAMESPACE}")
+  endif()
+  if(arg_GENERATE_MOCKS)
+    list(APPEND options "generate_mock_code=true")
+  endif()
+  set(out_option "")
+  if(options)
+    string(REPLACE ";" "," out_option "${options}")
+    set(out_option "${out_option}:")
   endif()
 
   set(include_flags "")
@@ -62,8 +73,12 @@ function(ringrpc_generate)
     string(REGEX REPLACE "\\.proto$" "" base "${rel}")
     set(h "${arg_PROTOC_OUT_DIR}/${base}.ringrpc.pb.h")
     set(cc "${arg_PROTOC_OUT_DIR}/${base}.ringrpc.pb.cc")
+    set(mock "")
+    if(arg_GENERATE_MOCKS)
+      set(mock "${arg_PROTOC_OUT_DIR}/${base}_mock.ringrpc.pb.h")
+    endif()
     add_custom_command(
-      OUTPUT "${h}" "${cc}"
+      OUTPUT "${h}" "${cc}" ${mock}
       COMMAND ${CMAKE_COMMAND} -E make_directory "${arg_PROTOC_OUT_DIR}"
       COMMAND protobuf::protoc
         "--plugin=protoc-gen-ringrpc=$<TARGET_FILE:ringrpc::protoc-gen-ringrpc>"
@@ -72,7 +87,7 @@ function(ringrpc_generate)
       DEPENDS "${abs_proto}" protobuf::protoc ringrpc::protoc-gen-ringrpc
       COMMENT "ringrpc stubs for ${proto}"
       VERBATIM)
-    list(APPEND outputs "${h}" "${cc}")
+    list(APPEND outputs "${h}" "${cc}" ${mock})
   endforeach()
   target_sources(${arg_TARGET} PRIVATE ${outputs})
   target_include_directories(${arg_TARGET} PUBLIC "$<BUILD_INTERFACE:${arg_PROTOC_OUT_DIR}>")

@@ -4,9 +4,9 @@
 # them after an intended change).
 set -eu
 status=0
-for ext in h cc; do
-  got="codegen/_tricky_ringrpc_gen/codegen/testdata/tricky.ringrpc.pb.$ext"
-  want="codegen/testdata/tricky.ringrpc.pb.$ext.golden"
+for file in tricky.ringrpc.pb.h tricky.ringrpc.pb.cc tricky_mock.ringrpc.pb.h; do
+  got="codegen/_tricky_ringrpc_gen/codegen/testdata/$file"
+  want="codegen/testdata/$file.golden"
   if ! diff -u "$want" "$got"; then
     echo "generated $got differs from $want (run tools/regen-golden.sh if intended)"
     status=1

@@ -42,6 +42,8 @@ _RINGRPC_RUNTIME = [
     Label("//ringrpc/client:typed_call"),
 ]
 
+_RINGRPC_MOCKS = Label("//ringrpc/testing:mock_stream")
+
 def _import_path(src, proto_source_root):
     """The path protoc knows `src` by (what an `import` statement names)."""
     path = src.path
@@ -58,6 +60,7 @@ def _proto_stubs_impl(ctx):
     out_prefix = "_" + ctx.label.name
     headers = []
     sources = []
+    mocks = []
     import_paths = []
     out_dir = None
     for src in ctx.attr.srcs:
@@ -69,7 +72,10 @@ def _proto_stubs_impl(ctx):
             for suffix in ctx.attr.suffixes:
                 rel = base + suffix
                 out = ctx.actions.declare_file(out_prefix + "/" + rel)
-                (headers if suffix.endswith(".h") else sources).append(out)
+                if "_mock." in suffix:
+                    mocks.append(out)
+                else:
+                    (headers if suffix.endswith(".h") else sources).append(out)
 
                 # protoc writes <out_dir>/<import path minus .proto><suffix>.
                 out_dir = out.path[:-len(rel) - 1]
@@ -94,16 +100,20 @@ def _proto_stubs_impl(ctx):
         arguments = [args],
         inputs = protos,
         tools = [plugin],
-        outputs = headers + sources,
+        outputs = headers + sources + mocks,
         mnemonic = "ProtoStubs",
         progress_message = "Generating %s stubs for %s" % (plugin.basename, ctx.label),
     )
     return [
         DefaultInfo(
-            files = depset(headers + sources),
-            runfiles = ctx.runfiles(files = headers + sources),
+            files = depset(headers + sources + mocks),
+            runfiles = ctx.runfiles(files = headers + sources + mocks),
         ),
-        OutputGroupInfo(headers = depset(headers), sources = depset(sources)),
+        OutputGroupInfo(
+            headers = depset(headers),
+            sources = depset(sources),
+            mocks = depset(mocks),
+        ),
     ]
 
 _proto_stubs = rule(
@@ -128,6 +138,7 @@ def proto_stubs_cc_library(
         suffixes,
         deps = [],
         plugin_options = [],
+        mock_deps = [],
         **kwargs):
     """A cc_library of a C++ protoc plugin's output for proto_library targets.
 
@@ -139,6 +150,8 @@ def proto_stubs_cc_library(
         first (e.g. [".grpc.pb.h", ".grpc.pb.cc"]).
       deps: the cc_proto_library of srcs, and what the stubs link.
       plugin_options: passed to the plugin (--stubs_out=OPTS:DIR).
+      mock_deps: with a suffix holding "_mock." (a mock header), the deps
+        of NAME_mock, the testonly cc_library of those headers.
       **kwargs: testonly, visibility, tags, copts, ... of the cc_library.
     """
     testonly = kwargs.get("testonly", False)
@@ -151,7 +164,8 @@ def proto_stubs_cc_library(
         testonly = testonly,
         visibility = ["//visibility:private"],
     )
-    for group in ["headers", "sources"]:
+    has_mocks = len([s for s in suffixes if "_mock." in s]) > 0
+    for group in ["headers", "sources"] + (["mocks"] if has_mocks else []):
         native.filegroup(
             name = name + "_gen_" + group,
             srcs = [":" + name + "_gen"],
@@ -167,6 +181,16 @@ def proto_stubs_cc_library(
         deps = deps,
         **kwargs
     )
+    if has_mocks:
+        mock_kwargs = {k: v for k, v in kwargs.items() if k in ["visibility", "tags"]}
+        native.cc_library(
+            name = name + "_mock",
+            hdrs = [":" + name + "_gen_mocks"],
+            strip_include_prefix = "_" + name + "_gen",
+            deps = [":" + name] + mock_deps,
+            testonly = True,
+            **mock_kwargs
+        )
 
 def ringrpc_cc_library(
         name,
@@ -174,6 +198,7 @@ def ringrpc_cc_library(
         deps = [],
         proto_deps = [],
         nested_namespace = "",
+        generate_mocks = False,
         **kwargs):
     """ringrpc's stubs (X.ringrpc.pb.{h,cc}) as a cc_library.
 
@@ -189,6 +214,8 @@ def ringrpc_cc_library(
         files import (e.g. "@com_google_protobuf//:timestamp_proto").
       nested_namespace: put the stubs in <package>::<this>, to link grpc++'s
         generated stubs for the same protos in one program.
+      generate_mocks: also X_mock.ringrpc.pb.h (Mock<Service>Stub for gMock,
+        as grpc++'s generate_mock_code) in the testonly cc_library NAME_mock.
       **kwargs: testonly, visibility, tags, copts, ... of the cc_library.
     """
     files = [s for s in srcs if s.endswith(".proto")]
@@ -218,8 +245,11 @@ def ringrpc_cc_library(
         name = name,
         srcs = srcs,
         plugin = _RINGRPC_PLUGIN,
-        plugin_options = ["nested_namespace=" + nested_namespace] if nested_namespace else [],
-        suffixes = [".ringrpc.pb.h", ".ringrpc.pb.cc"],
+        plugin_options = (["nested_namespace=" + nested_namespace] if nested_namespace else []) +
+                         (["generate_mock_code=true"] if generate_mocks else []),
+        suffixes = [".ringrpc.pb.h", ".ringrpc.pb.cc"] +
+                   (["_mock.ringrpc.pb.h"] if generate_mocks else []),
         deps = deps + _RINGRPC_RUNTIME,
+        mock_deps = [_RINGRPC_MOCKS],
         **kwargs
     )

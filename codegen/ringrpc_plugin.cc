@@ -21,6 +21,8 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace {
 
@@ -96,20 +98,28 @@ class Generator final : public CodeGenerator {
  public:
   uint64_t GetSupportedFeatures() const override { return FEATURE_PROTO3_OPTIONAL; }
 
-  // Parameter: "nested_namespace=NAME" puts the stubs in
+  // Parameters, comma-separated: "nested_namespace=NAME" puts the stubs in
   // <package namespace>::NAME, so a program can also link grpc++'s
-  // generated code for the same proto (same class names otherwise).
+  // generated code for the same proto (same class names otherwise);
+  // "generate_mock_code=true" also writes X_mock.ringrpc.pb.h (gMock
+  // stubs), as grpc_cpp_plugin's option of the same name.
   bool Generate(const FileDescriptor* file, const std::string& parameter, GeneratorContext* context,
                 std::string* error) const override {
     std::string nested;
-    if (!parameter.empty()) {
-      const std::string key = "nested_namespace=";
-      if (parameter.rfind(key, 0) != 0 || parameter.size() == key.size()) {
-        *error = "protoc-gen-ringrpc: unknown parameter \"" + parameter +
-                 "\" (expected nested_namespace=NAME)";
+    bool mocks = false;
+    std::vector<std::pair<std::string, std::string>> options;
+    google::protobuf::compiler::ParseGeneratorParameter(parameter, &options);
+    for (const auto& [key, value] : options) {
+      if (key == "generate_mock_code" && (value == "true" || value == "false")) {
+        mocks = value == "true";
+        continue;
+      }
+      if (key != "nested_namespace" || value.empty()) {
+        *error = "protoc-gen-ringrpc: unknown parameter \"" + key + (value.empty() ? "" : "=") +
+                 value + "\" (expected nested_namespace=NAME or generate_mock_code=true)";
         return false;
       }
-      nested = parameter.substr(key.size());
+      nested = value;
       // Inside the package namespace, a nested "ringrpc" or "grpc" would
       // be what user code there means by ringrpc:: or grpc::.
       if (nested == "ringrpc" || nested == "grpc") {
@@ -126,16 +136,17 @@ class Generator final : public CodeGenerator {
       for (int m = 0; m < svc->method_count(); ++m) {
         const std::string& name = svc->method(m)->name();
         // Foo's CompletionQueue form is AsyncFoo / PrepareAsyncFoo (and
-        // their Raw methods): a method with one of those names would clash.
+        // their Raw methods), a stream's blocking form is over FooRaw: a
+        // method with one of those names would clash.
         for (int o = 0; o < svc->method_count(); ++o) {
           const std::string& other = svc->method(o)->name();
           for (const std::string& made :
                {"Async" + other, "PrepareAsync" + other, "Async" + other + "Raw",
-                "PrepareAsync" + other + "Raw"}) {
+                "PrepareAsync" + other + "Raw", other + "Raw"}) {
             if (name == made) {
               *error = file->name() + ": method " + svc->full_name() + "." + name +
-                       " clashes with the CompletionQueue form ringrpc generates for " +
-                       svc->full_name() + "." + other;
+                       " clashes with a method ringrpc generates for " + svc->full_name() + "." +
+                       other;
               return false;
             }
           }
@@ -161,24 +172,37 @@ class Generator final : public CodeGenerator {
       Printer p(out.get(), '$');
       Source(p, file, base, nested);
     }
+    if (mocks) {
+      std::unique_ptr<google::protobuf::io::ZeroCopyOutputStream> out(
+          context->Open(base + "_mock.ringrpc.pb.h"));
+      Printer p(out.get(), '$');
+      MockHeader(p, file, base, nested);
+    }
     return true;
   }
 
  private:
-  // The blocking form's return type and parameters, as grpc++ has them.
-  static std::pair<std::string, std::string> BlockingStream(const MethodDescriptor* m) {
+  // The blocking form's class (ClientReader<R>, ...), the interface it
+  // implements, its parameters and their names, as grpc++ has them.
+  struct BlockingShape {
+    std::string cls, iface, params, args;
+  };
+  static BlockingShape BlockingStream(const MethodDescriptor* m) {
     std::string req = CppType(m->input_type()->full_name());
     std::string resp = CppType(m->output_type()->full_name());
     if (m->server_streaming() && !m->client_streaming()) {
-      return {"std::unique_ptr<::ringrpc::ClientReader<" + resp + ">>",
-              "::ringrpc::ClientContext* context, const " + req + "& request"};
+      return {"::ringrpc::ClientReader<" + resp + ">",
+              "::ringrpc::ClientReaderInterface<" + resp + ">",
+              "::ringrpc::ClientContext* context, const " + req + "& request", "context, request"};
     }
     if (m->client_streaming() && !m->server_streaming()) {
-      return {"std::unique_ptr<::ringrpc::ClientWriter<" + req + ">>",
-              "::ringrpc::ClientContext* context, " + resp + "* response"};
+      return {"::ringrpc::ClientWriter<" + req + ">",
+              "::ringrpc::ClientWriterInterface<" + req + ">",
+              "::ringrpc::ClientContext* context, " + resp + "* response", "context, response"};
     }
-    return {"std::unique_ptr<::ringrpc::ClientReaderWriter<" + req + ", " + resp + ">>",
-            "::ringrpc::ClientContext* context"};
+    return {"::ringrpc::ClientReaderWriter<" + req + ", " + resp + ">",
+            "::ringrpc::ClientReaderWriterInterface<" + req + ", " + resp + ">",
+            "::ringrpc::ClientContext* context", "context"};
   }
 
   // Everything a method's code is printed from; for streaming methods also
@@ -193,26 +217,28 @@ class Generator final : public CodeGenerator {
         {"dep", m->options().deprecated() ? "[[deprecated]] " : ""}};
     AsyncVars(m, &v);
     if (m->client_streaming() || m->server_streaming()) {
-      auto [ret, params] = BlockingStream(m);
-      v["ret"] = ret;
-      v["params"] = params;
+      BlockingShape b = BlockingStream(m);
+      v["bcls"] = b.cls;
+      v["biface"] = b.iface;
+      v["params"] = b.params;
+      v["bargs"] = b.args;
       if (m->server_streaming() && !m->client_streaming()) {
-        v["make"] = "std::make_unique<::ringrpc::ClientReader<" + v["resp"] +
-                    ">>(std::move(call), status, request.SerializeAsString())";
+        v["make"] = "new ::ringrpc::ClientReader<" + v["resp"] +
+                    ">(std::move(call), status, request.SerializeAsString())";
         v["cb_params"] = "::ringrpc::ClientContext* context, const " + v["req"] +
                          "* request, ::ringrpc::ClientReadReactor<" + v["resp"] + ">* reactor";
         v["cb_bind"] =
             "::ringrpc::internal::ReactorKind::kServerStreaming, "
             "request->SerializeAsString()";
       } else if (m->client_streaming() && !m->server_streaming()) {
-        v["make"] = "std::make_unique<::ringrpc::ClientWriter<" + v["req"] +
-                    ">>(std::move(call), status, response)";
+        v["make"] =
+            "new ::ringrpc::ClientWriter<" + v["req"] + ">(std::move(call), status, response)";
         v["cb_params"] = "::ringrpc::ClientContext* context, " + v["resp"] +
                          "* response, ::ringrpc::ClientWriteReactor<" + v["req"] + ">* reactor";
         v["cb_bind"] = "::ringrpc::internal::ReactorKind::kClientStreaming, \"\", response";
       } else {
-        v["make"] = "std::make_unique<::ringrpc::ClientReaderWriter<" + v["req"] + ", " +
-                    v["resp"] + ">>(std::move(call), status)";
+        v["make"] = "new ::ringrpc::ClientReaderWriter<" + v["req"] + ", " + v["resp"] +
+                    ">(std::move(call), status)";
         v["cb_params"] = "::ringrpc::ClientContext* context, ::ringrpc::ClientBidiReactor<" +
                          v["req"] + ", " + v["resp"] + ">* reactor";
         v["cb_bind"] = "::ringrpc::internal::ReactorKind::kBidi";
@@ -257,6 +283,38 @@ class Generator final : public CodeGenerator {
       x["aparams"] = ctx + cq;
       x["aargs"] = "context, cq";
     }
+  }
+
+  // A blocking stream's Foo returning `type` (the interface's, or the
+  // stub's concrete class) over its Raw method.
+  static void PrintRawEntryPoint(Printer& p, std::map<std::string, std::string> v,
+                                 const std::string& type) {
+    v["type"] = type;
+    p.Print(v,
+            "$dep$std::unique_ptr<$type$> $name$($params$) {\n"
+            "  return std::unique_ptr<$type$>($name$Raw($bargs$));\n}\n");
+  }
+
+  // The callback form's declarations of one method; `tail` is " = 0" (the
+  // interface) or " override" (the stub's).
+  static void PrintCallbackDecls(Printer& p, const MethodDescriptor* md, const std::string& tail) {
+    auto v = Vars(md);
+    v["tail"] = tail;
+    v["virt"] = tail == " = 0" ? "virtual " : "";
+    if (md->client_streaming() || md->server_streaming()) {
+      p.Print(v,
+              "// Binds `reactor` to a new call; start it with reactor->StartCall().\n"
+              "$virt$void $name$($cb_params$)$tail$;\n");
+      return;
+    }
+    p.Print(v,
+            "// `done` runs once, on a CQ thread; request and response must outlive it.\n"
+            "$virt$void $name$(::ringrpc::ClientContext* context, const $req$* request, "
+            "$resp$* response, std::function<void(::ringrpc::Status)> done)$tail$;\n"
+            "// Binds `reactor` (OnReadInitialMetadataDone, OnDone) to a new call;\n"
+            "// start it with reactor->StartCall(). The response must outlive OnDone.\n"
+            "$virt$void $name$(::ringrpc::ClientContext* context, const $req$* request, "
+            "$resp$* response, ::ringrpc::ClientUnaryReactor* reactor)$tail$;\n");
   }
 
   // AsyncFoo and PrepareAsyncFoo returning `type` (the interface's, or the
@@ -308,14 +366,17 @@ class Generator final : public CodeGenerator {
       p.Indent();
       p.Print("static constexpr char const* service_full_name() { return \"$full$\"; }\n\n", "full",
               svc->full_name());
-      // StubInterface: pure virtual, for gMock.
+      // StubInterface, as grpc++'s: what a test double implements (the
+      // generated Mock<Service>Stub does). Streams and the CompletionQueue
+      // form come through private virtual FooRaw methods; the callback
+      // form through async().
       p.Print("class StubInterface {\n public:\n  virtual ~StubInterface() = default;\n");
       p.Indent();
       for (int m = 0; m < svc->method_count(); ++m) {
         const MethodDescriptor* md = svc->method(m);
         auto v = Vars(md);
         if (md->client_streaming() || md->server_streaming()) {
-          p.Print(v, "virtual $ret$ $name$($params$) = 0;\n");
+          PrintRawEntryPoint(p, v, v["biface"]);
           continue;
         }
         p.Print(v,
@@ -327,11 +388,22 @@ class Generator final : public CodeGenerator {
         auto v = Vars(svc->method(m));
         PrintAsyncEntryPoints(p, v, v["aiface"]);
       }
+      p.Print("// The callback form.\nclass async_interface {\n public:\n");
+      p.Print("  virtual ~async_interface() = default;\n");
+      p.Indent();
+      for (int m = 0; m < svc->method_count(); ++m) PrintCallbackDecls(p, svc->method(m), " = 0");
+      p.Outdent();
+      p.Print("};\n");
+      p.Print("virtual async_interface* async() { return nullptr; }\n");
       p.Outdent();
       p.Print(" private:\n");
       p.Indent();
       for (int m = 0; m < svc->method_count(); ++m) {
-        p.Print(Vars(svc->method(m)),
+        const MethodDescriptor* md = svc->method(m);
+        if (md->client_streaming() || md->server_streaming()) {
+          p.Print(Vars(md), "virtual $biface$* $name$Raw($params$) = 0;\n");
+        }
+        p.Print(Vars(md),
                 "virtual $aiface$* $async_name$Raw($aparams$$tag_param$) = 0;\n"
                 "virtual $aiface$* $prep_name$Raw($aparams$) = 0;\n");
       }
@@ -357,9 +429,8 @@ class Generator final : public CodeGenerator {
                   "$dep$::ringrpc::Task<::ringrpc::Status> $co_name$(::ringrpc::ClientContext* "
                   "context, const $req$& request, $resp$* response);\n\n");
         } else {
-          p.Print(v,
-                  "// Streaming, blocking form (not on one of the channel's CQ threads).\n"
-                  "$dep$$ret$ $name$($params$) override;\n");
+          p.Print("// Streaming, blocking form (not on one of the channel's CQ threads).\n");
+          PrintRawEntryPoint(p, v, v["bcls"]);
           p.Print(v,
                   "// Streaming, coroutine form (on one of the channel's CQ threads):\n"
                   "// nullptr and *status on failure to start.\n"
@@ -376,29 +447,14 @@ class Generator final : public CodeGenerator {
         }
       }
       // Callback forms.
-      p.Print("class async_interface {\n public:\n");
+      p.Print("class async final : public StubInterface::async_interface {\n public:\n");
       p.Indent();
-      p.Print("explicit async_interface(Stub* stub) : stub_(stub) {}\n");
-      for (int m = 0; m < svc->method_count(); ++m) {
-        const MethodDescriptor* md = svc->method(m);
-        if (md->client_streaming() || md->server_streaming()) {
-          p.Print(Vars(md),
-                  "// Binds `reactor` to a new call; start it with reactor->StartCall().\n"
-                  "void $name$($cb_params$);\n");
-          continue;
-        }
-        p.Print(Vars(md),
-                "// `done` runs once, on a CQ thread; request and response must outlive it.\n"
-                "void $name$(::ringrpc::ClientContext* context, const $req$* request, "
-                "$resp$* response, std::function<void(::ringrpc::Status)> done);\n"
-                "// Binds `reactor` (OnReadInitialMetadataDone, OnDone) to a new call;\n"
-                "// start it with reactor->StartCall(). The response must outlive OnDone.\n"
-                "void $name$(::ringrpc::ClientContext* context, const $req$* request, "
-                "$resp$* response, ::ringrpc::ClientUnaryReactor* reactor);\n");
-      }
+      p.Print("explicit async(Stub* stub) : stub_(stub) {}\n");
+      for (int m = 0; m < svc->method_count(); ++m)
+        PrintCallbackDecls(p, svc->method(m), " override");
       p.Outdent();
       p.Print(" private:\n  Stub* stub_;\n};\n");
-      p.Print("async_interface* async() { return &async_; }\n");
+      p.Print("class async* async() override { return &async_; }\n");
       p.Print(
           "const std::shared_ptr<::ringrpc::Channel>& channel() const { return channel_; }\n\n");
       p.Print(
@@ -410,9 +466,15 @@ class Generator final : public CodeGenerator {
       }
       p.Outdent();
       p.Print(
-          "\n private:\n  std::shared_ptr<::ringrpc::Channel> channel_;\n  async_interface "
+          "\n private:\n  std::shared_ptr<::ringrpc::Channel> channel_;\n  class async "
           "async_{this};\n");
       p.Indent();
+      for (int m = 0; m < svc->method_count(); ++m) {
+        const MethodDescriptor* md = svc->method(m);
+        if (md->client_streaming() || md->server_streaming()) {
+          p.Print(Vars(md), "$bcls$* $name$Raw($params$) override;\n");
+        }
+      }
       for (int m = 0; m < svc->method_count(); ++m) {
         auto v = Vars(svc->method(m));
         std::string args = v["aargs"];
@@ -433,6 +495,111 @@ class Generator final : public CodeGenerator {
           "  return std::make_unique<Stub>(std::move(channel), options);\n}\n");
       p.Outdent();
       p.Print("};\n\n");
+    }
+    if (!ns.empty()) p.Print("}  // namespace $ns$\n\n", "ns", ns);
+    p.Print("#endif  // $guard$\n", "guard", guard);
+  }
+
+  // A MOCK_METHOD's parameter list: the types of `params` ("T a, U b"),
+  // each in parentheses when it holds a comma (a template's arguments).
+  static std::string MockParams(const std::string& params) {
+    std::string out;
+    int depth = 0;
+    size_t start = 0;
+    for (size_t i = 0; i <= params.size(); ++i) {
+      const char c = i < params.size() ? params[i] : ',';
+      if (c == '<') ++depth;
+      if (c == '>') --depth;
+      if (c != ',' || depth != 0) continue;
+      std::string one = params.substr(start, i - start);
+      while (!one.empty() && one.front() == ' ') one.erase(0, 1);
+      const size_t name = one.find_last_of(" *&");
+      std::string type = one.substr(0, name + 1);
+      while (!type.empty() && type.back() == ' ') type.pop_back();
+      if (type.find(',') != std::string::npos) type = "(" + type + ")";
+      out += (out.empty() ? "" : ", ") + type;
+      start = i + 1;
+    }
+    return out;
+  }
+
+  static std::string MockType(const std::string& type) {
+    return type.find(',') != std::string::npos ? "(" + type + ")" : type;
+  }
+
+  // X_mock.ringrpc.pb.h: Mock<Service>Stub for every service, as
+  // grpc_cpp_plugin's generate_mock_code: every method in the blocking,
+  // stream and CompletionQueue forms, and the callback form through a
+  // MockAsync that async() returns.
+  static void MockHeader(Printer& p, const FileDescriptor* file, const std::string& base,
+                         const std::string& nested) {
+    std::string guard = "RINGRPC_GENERATED_" + base + "_MOCK_RINGRPC_PB_H_";
+    for (char& c : guard) {
+      if (!isalnum(static_cast<unsigned char>(c))) c = '_';
+      c = static_cast<char>(toupper(static_cast<unsigned char>(c)));
+    }
+    p.Print(
+        "// Generated by protoc-gen-ringrpc from $file$. Do not edit.\n"
+        "#ifndef $guard$\n#define $guard$\n\n"
+        "#include <gmock/gmock.h>\n\n"
+        "#include \"$base$.ringrpc.pb.h\"\n"
+        "#include \"ringrpc/testing/mock_stream.h\"\n\n",
+        "file", file->name(), "guard", guard, "base", base);
+    std::string ns = FullNamespace(file, nested);
+    if (!ns.empty()) p.Print("namespace $ns$ {\n\n", "ns", ns);
+    for (int s = 0; s < file->service_count(); ++s) {
+      const ServiceDescriptor* svc = file->service(s);
+      const std::string cls = CppName(svc->name());
+      p.Print("class Mock$svc$Stub : public $cls$::StubInterface {\n public:\n", "svc", svc->name(),
+              "cls", cls);
+      p.Indent();
+      p.Print("class MockAsync : public $cls$::StubInterface::async_interface {\n public:\n", "cls",
+              cls);
+      p.Indent();
+      for (int m = 0; m < svc->method_count(); ++m) {
+        const MethodDescriptor* md = svc->method(m);
+        auto v = Vars(md);
+        if (md->client_streaming() || md->server_streaming()) {
+          v["mp"] = MockParams(v["cb_params"]);
+          p.Print(v, "MOCK_METHOD(void, $name$, ($mp$), (override));\n");
+          continue;
+        }
+        v["mp"] = "::ringrpc::ClientContext*, const " + v["req"] + "*, " + v["resp"] + "*";
+        p.Print(v,
+                "MOCK_METHOD(void, $name$, ($mp$, std::function<void(::ringrpc::Status)>), "
+                "(override));\n"
+                "MOCK_METHOD(void, $name$, ($mp$, ::ringrpc::ClientUnaryReactor*), (override));\n");
+      }
+      p.Outdent();
+      p.Print("};\n\n");
+      p.Print(
+          "// async() returns mock_async() unless a test says otherwise.\n"
+          "Mock$svc$Stub() {\n"
+          "  ON_CALL(*this, async()).WillByDefault(::testing::Return(&mock_async_));\n}\n"
+          "MockAsync& mock_async() { return mock_async_; }\n"
+          "MOCK_METHOD(async_interface*, async, (), (override));\n",
+          "svc", svc->name());
+      for (int m = 0; m < svc->method_count(); ++m) {
+        const MethodDescriptor* md = svc->method(m);
+        auto v = Vars(md);
+        if (md->client_streaming() || md->server_streaming()) {
+          v["mp"] = MockParams(v["params"]);
+          v["mt"] = MockType(v["biface"] + "*");
+          p.Print(v, "MOCK_METHOD($mt$, $name$Raw, ($mp$), (override));\n");
+        } else {
+          p.Print(v,
+                  "MOCK_METHOD(::ringrpc::Status, $name$, (::ringrpc::ClientContext*, const "
+                  "$req$&, $resp$*), (override));\n");
+        }
+        v["mt"] = MockType(v["aiface"] + "*");
+        v["mp"] = MockParams(v["aparams"]);
+        v["mpt"] = MockParams(v["aparams"] + v["tag_param"]);
+        p.Print(v,
+                "MOCK_METHOD($mt$, $async_name$Raw, ($mpt$), (override));\n"
+                "MOCK_METHOD($mt$, $prep_name$Raw, ($mp$), (override));\n");
+      }
+      p.Outdent();
+      p.Print("\n private:\n  ::testing::NiceMock<MockAsync> mock_async_;\n};\n\n");
     }
     if (!ns.empty()) p.Print("}  // namespace $ns$\n\n", "ns", ns);
     p.Print("#endif  // $guard$\n", "guard", guard);
@@ -468,7 +635,7 @@ class Generator final : public CodeGenerator {
               "  ::ringrpc::Status s = co_await channel_->Unary(\"$path$\", context, "
               "request.SerializeAsString(), &reply);\n"
               "  co_return ::ringrpc::ParseReply(s, reply, response);\n}\n\n"
-              "void $cls$::Stub::async_interface::$name$(::ringrpc::ClientContext* context, "
+              "void $cls$::Stub::async::$name$(::ringrpc::ClientContext* context, "
               "const $req$* request, $resp$* response, "
               "std::function<void(::ringrpc::Status)> done) {\n"
               "  auto reply = std::make_shared<::ringrpc::ByteBuffer>();\n"
@@ -477,14 +644,14 @@ class Generator final : public CodeGenerator {
               "      [reply, response, done = std::move(done)](::ringrpc::Status s) {\n"
               "        done(::ringrpc::ParseReply(s, *reply, response));\n"
               "      });\n}\n\n"
-              "void $cls$::Stub::async_interface::$name$(::ringrpc::ClientContext* context, "
+              "void $cls$::Stub::async::$name$(::ringrpc::ClientContext* context, "
               "const $req$* request, $resp$* response, ::ringrpc::ClientUnaryReactor* reactor) {\n"
               "  ::ringrpc::internal::BindReactor(reactor, stub_->channel_, \"$path$\", context, "
               "::ringrpc::internal::ReactorKind::kUnary, request->SerializeAsString(), response);\n"
               "}\n\n");
         } else {
           p.Print(v,
-                  "$ret$ $cls$::Stub::$name$($params$) {\n"
+                  "$bcls$* $cls$::Stub::$name$Raw($params$) {\n"
                   "  ::ringrpc::Status status;\n"
                   "  std::unique_ptr<::ringrpc::ClientCall> call = "
                   "channel_->BlockingOpen(\"$path$\", context, &status);\n"
@@ -515,7 +682,7 @@ class Generator final : public CodeGenerator {
                 "}\n\n");
           }
           p.Print(v,
-                  "void $cls$::Stub::async_interface::$name$($cb_params$) {\n"
+                  "void $cls$::Stub::async::$name$($cb_params$) {\n"
                   "  ::ringrpc::internal::BindReactor(reactor, stub_->channel_, \"$path$\", "
                   "context, $cb_bind$);\n"
                   "}\n\n");

@@ -8,6 +8,11 @@
 //   while (reader->Read(&f)) { ... }
 //   ringrpc::Status s = reader->Finish();
 //
+// Each class implements grpc++'s interface of the same shape
+// (ClientReaderInterface, ClientWriterInterface,
+// ClientReaderWriterInterface): the generated StubInterface returns those,
+// so a test can script a stream (ringrpc/testing/mock_stream.h).
+//
 // Threading: any thread that is not one of the channel's CQ threads. For a
 // bidi stream, one thread may Read while another Writes. On one of the
 // channel's CQ threads (inside a callback or reaction) nothing waits: Read
@@ -19,6 +24,7 @@
 
 #include <google/protobuf/message_lite.h>
 
+#include <cstdint>
 #include <functional>
 #include <future>
 #include <memory>
@@ -31,6 +37,66 @@
 #include "ringrpc/client/status.h"
 
 namespace ringrpc {
+
+namespace internal {
+
+// grpc++'s stream interfaces (grpcpp/impl/codegen/sync_stream.h), the
+// same names, methods and meaning.
+class ClientStreamingInterface {
+ public:
+  virtual ~ClientStreamingInterface() = default;
+  // Waits for the call to end and returns its status.
+  virtual Status Finish() = 0;
+};
+
+template <class R>
+class ReaderInterface {
+ public:
+  virtual ~ReaderInterface() = default;
+  // True with an upper bound on the next message's size (the call's
+  // receive limit: grpc.max_receive_message_length or the method's, 4 MiB
+  // by default, UINT32_MAX when unbounded), as grpc++'s: the message's own
+  // size is not known before it is read. False when the call never opened.
+  virtual bool NextMessageSize(uint32_t* sz) = 0;
+  // Blocks for the next message; false at the end of the stream.
+  virtual bool Read(R* msg) = 0;
+};
+
+template <class W>
+class WriterInterface {
+ public:
+  virtual ~WriterInterface() = default;
+  // Blocks until the message is written; false once the call has ended.
+  virtual bool Write(const W& msg, WriteOptions options) = 0;
+  bool Write(const W& msg) { return Write(msg, WriteOptions()); }
+  // Write and half-close in one.
+  void WriteLast(const W& msg, WriteOptions options) { Write(msg, options.set_last_message()); }
+};
+
+}  // namespace internal
+
+template <class R>
+class ClientReaderInterface : public internal::ClientStreamingInterface,
+                              public internal::ReaderInterface<R> {
+ public:
+  virtual void WaitForInitialMetadata() = 0;
+};
+
+template <class W>
+class ClientWriterInterface : public internal::ClientStreamingInterface,
+                              public internal::WriterInterface<W> {
+ public:
+  virtual bool WritesDone() = 0;
+};
+
+template <class W, class R>
+class ClientReaderWriterInterface : public internal::ClientStreamingInterface,
+                                    public internal::WriterInterface<W>,
+                                    public internal::ReaderInterface<R> {
+ public:
+  virtual void WaitForInitialMetadata() = 0;
+  virtual bool WritesDone() = 0;
+};
 
 class BlockingCallBase {
  public:
@@ -99,6 +165,15 @@ class BlockingCallBase {
     });
     return m;
   }
+  // ReaderInterface::NextMessageSize: the call's receive limit.
+  bool NextMessageBound(uint32_t* sz) {
+    if (!call_ || Refused()) return false;
+    Run([&]() -> Task<void> {
+      *sz = call_->max_receive_message_size();
+      co_return;
+    });
+    return true;
+  }
   // False at the end of the stream, or if `out` does not parse (the call is
   // then cancelled and Finish says INTERNAL).
   bool ReadInto(google::protobuf::MessageLite* out) {
@@ -156,30 +231,33 @@ class BlockingCallBase {
 };
 
 template <typename Response>
-class ClientReader final : public BlockingCallBase {
+class ClientReader final : public BlockingCallBase, public ClientReaderInterface<Response> {
  public:
   ClientReader(std::unique_ptr<ClientCall> call, Status open_status, const std::string& request)
       : BlockingCallBase(std::move(call), std::move(open_status)) {
     if (WriteBytes(request)) WritesDoneSync();
   }
-  bool Read(Response* response) { return ReadInto(response); }
-  Status Finish() { return FinishSync(); }
+  bool NextMessageSize(uint32_t* sz) override { return NextMessageBound(sz); }
+  bool Read(Response* response) override { return ReadInto(response); }
+  void WaitForInitialMetadata() override { BlockingCallBase::WaitForInitialMetadata(); }
+  Status Finish() override { return FinishSync(); }
 };
 
 template <typename Request>
-class ClientWriter final : public BlockingCallBase {
+class ClientWriter final : public BlockingCallBase, public ClientWriterInterface<Request> {
  public:
   ClientWriter(std::unique_ptr<ClientCall> call, Status open_status,
                google::protobuf::MessageLite* response)
       : BlockingCallBase(std::move(call), std::move(open_status)), response_(response) {}
-  bool Write(const Request& request) { return WriteBytes(request.SerializeAsString()); }
-  bool Write(const Request& request, WriteOptions options) {
+  using ClientWriterInterface<Request>::Write;
+  bool Write(const Request& request, WriteOptions options) override {
     return WriteBytes(request.SerializeAsString(), options);
   }
-  bool WritesDone() { return WritesDoneSync(); }
+  bool WritesDone() override { return WritesDoneSync(); }
+  void WaitForInitialMetadata() { BlockingCallBase::WaitForInitialMetadata(); }
   // Half-closes if needed, reads the single response into the message given
   // at the start, and returns the status.
-  Status Finish() {
+  Status Finish() override {
     WritesDoneSync();
     bool got = ReadInto(response_);
     Status s = FinishSync();
@@ -195,17 +273,20 @@ class ClientWriter final : public BlockingCallBase {
 };
 
 template <typename Request, typename Response>
-class ClientReaderWriter final : public BlockingCallBase {
+class ClientReaderWriter final : public BlockingCallBase,
+                                 public ClientReaderWriterInterface<Request, Response> {
  public:
   ClientReaderWriter(std::unique_ptr<ClientCall> call, Status open_status)
       : BlockingCallBase(std::move(call), std::move(open_status)) {}
-  bool Write(const Request& request) { return WriteBytes(request.SerializeAsString()); }
-  bool Write(const Request& request, WriteOptions options) {
+  using ClientReaderWriterInterface<Request, Response>::Write;
+  bool Write(const Request& request, WriteOptions options) override {
     return WriteBytes(request.SerializeAsString(), options);
   }
-  bool WritesDone() { return WritesDoneSync(); }
-  bool Read(Response* response) { return ReadInto(response); }
-  Status Finish() { return FinishSync(); }
+  bool WritesDone() override { return WritesDoneSync(); }
+  bool NextMessageSize(uint32_t* sz) override { return NextMessageBound(sz); }
+  bool Read(Response* response) override { return ReadInto(response); }
+  void WaitForInitialMetadata() override { BlockingCallBase::WaitForInitialMetadata(); }
+  Status Finish() override { return FinishSync(); }
 };
 
 // A stream of any kind over serialized messages (GenericStub::Call).

@@ -141,6 +141,10 @@ void ClientCall::Run(Task<void> task) { impl_->loop->PostSpawn(std::move(task));
 bool ClientCall::OnItsThread() const { return runtime::EventLoop::Current() == impl_->loop; }
 bool ClientCall::OnChannelThread() const { return impl_->channel->CurrentIndex().has_value(); }
 
+uint32_t ClientCall::max_receive_message_size() const {
+  return impl_->call->max_receive_message_size();
+}
+
 Task<bool> ClientCall::ReadInitialMetadata() {
   for (;;) {
     const uint64_t generation = impl_->replay != nullptr ? impl_->replay->generation : 0;

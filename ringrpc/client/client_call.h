@@ -72,6 +72,9 @@ class ClientCall {
   // channel's CQ threads (where blocking on the call would deadlock).
   bool OnItsThread() const;
   bool OnChannelThread() const;
+  // The largest response message the call accepts (its attempt's limit);
+  // on the call's CQ thread.
+  uint32_t max_receive_message_size() const;
 
  private:
   friend class internal::CallOpener;

@@ -69,6 +69,9 @@ class Call {
   Task<absl::Status> Write(const OutgoingMessage& message, bool compress = true);
   // Half-closes: no more messages from the client.
   void WritesDone();
+  // The largest message this call accepts (the smaller of the connection's
+  // and the method's limits).
+  uint32_t max_receive_message_size() const { return max_receive_; }
   // The next message (inflated if the server compressed it); nullopt once
   // the server has ended the stream (or the call ended): then Finish() has
   // the status. A message that cannot be inflated (corrupt, over the
