@@ -21,7 +21,9 @@ class Call::DeadlineTimer final : public TimerCallback {
   void OnTimer() override {
     id_ = 0;
     Call* call = call_;  // End() destroys this timer
-    call->End(absl::DeadlineExceededError("deadline exceeded"));
+    // grpc++'s words for a call whose deadline passed, so code (and logs)
+    // written against its messages read the same.
+    call->End(absl::DeadlineExceededError("Deadline Exceeded"));
     call->conn_->ResetStream(call, NGHTTP2_CANCEL);
   }
 
