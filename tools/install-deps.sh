@@ -25,9 +25,16 @@ if [ ${#missing[@]} -eq 0 ]; then
   exit 0
 fi
 
-echo "install-deps: installing ${missing[*]}" >&2
+# apt's own output (some hundred lines of unpacking) goes to a log; on a
+# failure its last lines are shown.
+log="${TMPDIR:-/tmp}/ringrpc-install-deps.log"
+echo "install-deps: installing ${#missing[@]} Debian packages (${missing[*]}); apt's output in $log" >&2
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq >&2
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+if ! { $SUDO apt-get update -qq && $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"; } > "$log" 2>&1; then
+  tail -30 "$log" >&2
+  echo "install-deps: apt-get failed (the whole log: $log)" >&2
+  exit 1
+fi
+echo "install-deps: done" >&2
