@@ -95,6 +95,7 @@ set(RINGRPC_HEADERS
   ringrpc/client/client_context.h
   ringrpc/client/completion_queue.h
   ringrpc/client/cq_thread_set.h
+  ringrpc/client/error_details.h
   ringrpc/client/generic_stub.h
   ringrpc/client/grpc_types.h
   ringrpc/client/interceptor.h

@@ -27,6 +27,7 @@
 #include "ringrpc/client/channel_arguments.h"
 #include "ringrpc/client/client_context.h"
 #include "ringrpc/client/completion_queue.h"
+#include "ringrpc/client/error_details.h"
 #include "ringrpc/client/generic_stub.h"
 #include "ringrpc/client/grpc_types.h"
 #include "ringrpc/client/interceptor.h"
