@@ -21,6 +21,7 @@ echo "== consumer: configure and build against the installed package"
 cmake -S "$here" -B "$work/consumer-build" -DCMAKE_PREFIX_PATH="$work/prefix" > "$work/consumer-configure.log"
 cmake --build "$work/consumer-build" -j "$jobs" > "$work/consumer-build.log"
 "$work/consumer-build/client"
+"$work/consumer-build/mock_check"
 
 echo "== pkg-config: the same program, compiled by hand"
 export PKG_CONFIG_PATH="$work/prefix/lib/pkgconfig"
