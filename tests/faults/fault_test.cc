@@ -394,7 +394,10 @@ TEST(Faults, RunningOutOfFileDescriptorsIsAClearErrorAndTheClientRecovers) {
   ExpectInvariants(load, *channel);
   EXPECT_GT(starved.count(StatusCode::OK), 0) << "the connections already open kept working";
   EXPECT_GT(starved.count(StatusCode::UNAVAILABLE), 0) << "no call saw the exhaustion";
-  EXPECT_THAT(starved.first_error, ::testing::HasSubstr("Too many open files"));
+  // Some call says why; not necessarily the first: under a sanitizer on a
+  // loaded machine a handshake may time out before a socket() is refused.
+  EXPECT_THAT(starved.errors, ::testing::Contains(::testing::HasSubstr("Too many open files")))
+      << "first error: " << starved.first_error;
 }
 
 }  // namespace

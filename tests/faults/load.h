@@ -14,6 +14,7 @@
 #include <deque>
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -53,12 +54,15 @@ class Load {
     }
   }
 
+  static constexpr size_t kDistinctErrors = 64;
   struct Report {
     size_t issued = 0, ended_once = 0, ended_more = 0, not_ended = 0;
     std::map<StatusCode, int> codes;
     double worst_overrun_ms = 0;
     int outstanding = 0;
     std::string first_error;
+    // The distinct error statuses seen (the first kDistinctErrors).
+    std::set<std::string> errors;
     int count(StatusCode c) const { return codes.count(c) ? codes.at(c) : 0; }
   };
   // Long runs (the soak): records of calls that ended more than `after`
@@ -141,6 +145,9 @@ class Load {
             ++report_.codes[s.error_code()];
             if (over > report_.worst_overrun_ms) report_.worst_overrun_ms = over;
             if (!s.ok() && report_.first_error.empty()) report_.first_error = s.ToString();
+            if (!s.ok() && report_.errors.size() < kDistinctErrors) {
+              report_.errors.insert(s.ToString());
+            }
           }
           Issue();
         });
