@@ -10,6 +10,8 @@ set(RINGRPC_SOURCES
   ringrpc/client/call_open.cc
   ringrpc/client/callback_reactor.cc
   ringrpc/client/channel.cc
+  ringrpc/client/channel/address_states.cc
+  ringrpc/client/channel/builtin_resolvers.cc
   ringrpc/client/channel/call_metrics_table.cc
   ringrpc/client/channel/channel_config.cc
   ringrpc/client/channel/channel_state.cc
@@ -17,7 +19,6 @@ set(RINGRPC_SOURCES
   ringrpc/client/channel/dns_resolver.cc
   ringrpc/client/channel/health_check.cc
   ringrpc/client/channel/http_proxy.cc
-  ringrpc/client/channel/lb_policy.cc
   ringrpc/client/channel/retry_policy.cc
   ringrpc/client/channel/service_config.cc
   ringrpc/client/channel/subchannel.cc
@@ -30,6 +31,10 @@ set(RINGRPC_SOURCES
   ringrpc/client/interceptor.cc
   ringrpc/client/internal/call_waits.cc
   ringrpc/client/internal/pick_loop.cc
+  ringrpc/client/lb/least_request.cc
+  ringrpc/client/lb/pick_first.cc
+  ringrpc/client/lb/registry.cc
+  ringrpc/client/lb/round_robin.cc
   ringrpc/client/resolver.cc
   ringrpc/client/runtime/cpu_count.cc
   ringrpc/client/runtime/cq_threads.cc
@@ -74,7 +79,9 @@ set(RINGRPC_HEADERS
   ringrpc/client/call_metrics.h
   ringrpc/client/callback_reactor.h
   ringrpc/client/channel.h
+  ringrpc/client/channel/address_states.h
   ringrpc/client/channel/backoff.h
+  ringrpc/client/channel/builtin_resolvers.h
   ringrpc/client/channel/call_metrics_table.h
   ringrpc/client/channel/channel_config.h
   ringrpc/client/channel/channel_state.h
@@ -82,7 +89,6 @@ set(RINGRPC_HEADERS
   ringrpc/client/channel/dns_resolver.h
   ringrpc/client/channel/health_check.h
   ringrpc/client/channel/http_proxy.h
-  ringrpc/client/channel/lb_policy.h
   ringrpc/client/channel/retry_policy.h
   ringrpc/client/channel/retry_throttle.h
   ringrpc/client/channel/service_config.h
@@ -107,6 +113,8 @@ set(RINGRPC_HEADERS
   ringrpc/client/internal/client_call_impl.h
   ringrpc/client/internal/interceptors.h
   ringrpc/client/internal/pick_loop.h
+  ringrpc/client/lb/builtin.h
+  ringrpc/client/lb/lb_policy.h
   ringrpc/client/message_parse.h
   ringrpc/client/resolver.h
   ringrpc/client/runtime/cpu_count.h

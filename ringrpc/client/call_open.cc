@@ -331,10 +331,10 @@ std::unique_ptr<ClientCall> CallOpener::MakeCall(
   impl->interceptors = std::move(interceptors);
   impl->alive = std::make_shared<ClientCall::Impl::CancelTarget>(
       ClientCall::Impl::CancelTarget{impl->call.get(), &a.loop, impl->interceptors.get()});
-  if (active.lb_policy == channel::LbPolicy::kLeastRequest) {
-    st.CallStarted(a.index, a.sc.get());
-    impl->outstanding_counted = true;
-    impl->thread = a.index;
+  // The policy follows the call from here (least_request's counts).
+  if (a.tracker != nullptr) {
+    a.tracker->Start();
+    impl->lb_tracker = std::move(a.tracker);
   }
   // A stream opened by its caller (no plan: not a unary attempt or a
   // hedged copy) may be sent again until committed: by the method's

@@ -1,6 +1,8 @@
-// Creating a channel: credentials into the connection settings, the
-// target parsed, its resolver chosen (a fixed list, xDS, or DNS, through
-// an HTTP CONNECT proxy when one applies), and the channel started.
+// Creating a channel: the target's resolver chosen by its scheme (the
+// scheme registry: a fixed list, DNS through an HTTP CONNECT proxy when
+// one applies, xDS, or a program's own), credentials into the connection
+// settings, and the channel started.
+#include <algorithm>
 #include <cstdlib>
 #include <memory>
 #include <optional>
@@ -10,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "ringrpc/client/channel.h"
+#include "ringrpc/client/channel/builtin_resolvers.h"
 #include "ringrpc/client/channel/channel_config.h"
 #include "ringrpc/client/channel/channel_state.h"
 #include "ringrpc/client/channel/dns_resolver.h"
@@ -86,8 +89,13 @@ namespace {
 // gRFC A66's grpc.target: the target as a URI, "host:port" being
 // "dns:///host:port" as gRPC canonicalizes it.
 std::string CanonicalTarget(const std::string& target) {
+  channel::RegisterBuiltinResolvers();
   for (const char* scheme : {"dns:", "unix:", "unix-abstract:", "ipv4:", "ipv6:", "xds:"}) {
     if (target.rfind(scheme, 0) == 0) return target;
+  }
+  if (const ResolverArgs a = SplitTarget(target);
+      !a.scheme.empty() && FindResolverFactory(a.scheme)) {
+    return target;  // a scheme of the program's own
   }
   return "dns:///" + target;
 }
@@ -106,55 +114,68 @@ std::shared_ptr<Channel> CreateCustomChannel(const std::string& target,
 
 namespace {
 
-// The resolver for a parsed target: a fixed list (IP addresses, or a name
-// that needs no DNS server), the xDS resolver (if the program links it),
-// or c-ares DNS, through an HTTP CONNECT proxy when one applies (which
-// sets the connection's tunnel in `state`'s config).
+// The target's resolver, from the scheme registry: a scheme the program
+// registered gets its factory as written. ringrpc's own schemes (and a
+// target with none, DNS's) are parsed first: a malformed one fails here,
+// the channel's :authority comes from it, and a name to resolve through
+// an HTTP CONNECT proxy becomes the proxy's name (each connection then
+// asks the proxy for a tunnel to the target, as grpc++; this sets the
+// tunnel in `state`'s config).
 absl::StatusOr<std::shared_ptr<Resolver>> MakeResolver(const std::string& target,
-                                                       const channel::Target& t,
+                                                       const ChannelArguments& args,
                                                        channel::ChannelState& state) {
-  if (t.kind == channel::Target::Kind::kStatic) {
-    return std::make_shared<channel::StaticResolver>(t.addresses);
-  }
-  if (t.kind == channel::Target::Kind::kXds) {
-    ResolverFactory xds = FindResolverFactory("xds");
-    if (!xds) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "target \"", target,
-          "\": xds: targets need ringrpc's xDS resolver, which this program "
-          "does not link: link @ringrpc//client/xds:xds_resolver (Bazel only so far)"));
+  channel::RegisterBuiltinResolvers();
+  ResolverArgs ra = SplitTarget(target);
+  ra.channel_args = &args;
+  static constexpr std::string_view kOwn[] = {"dns",  "ipv4",          "ipv6",
+                                              "unix", "unix-abstract", "xds"};
+  const bool own = std::find(std::begin(kOwn), std::end(kOwn), ra.scheme) != std::end(kOwn);
+  if (!own && !ra.scheme.empty()) {
+    if (ResolverFactory f = FindResolverFactory(ra.scheme)) {
+      if (!args.values().count("grpc.default_authority")) {
+        state.mutable_config().connection.authority = ra.endpoint;
+      }
+      return f(ra);
     }
-    return xds(target);
   }
-  // Through an HTTP CONNECT proxy: DNS finds the proxy, and each
-  // connection asks it for a tunnel to the target's name (as grpc++).
-  const channel::ChannelConfig& c = state.config();
-  absl::StatusOr<std::optional<channel::HttpProxy>> proxy =
-      channel::ChooseHttpProxy(c.http_proxy, c.enable_http_proxy, t.host,
-                               [](const char* name) { return std::getenv(name); });
-  if (!proxy.ok()) return proxy.status();
-  std::string resolve = t.host;
-  uint16_t port = t.port;
-  if (*proxy) {
-    transport::ConnectionOptions& conn = state.mutable_config().connection;
-    conn.http_connect_target = t.host.find(':') != std::string::npos
-                                   ? absl::StrCat("[", t.host, "]:", t.port)
-                                   : absl::StrCat(t.host, ":", t.port);
-    conn.http_connect_authorization = (*proxy)->authorization;
-    resolve = (*proxy)->host;
-    port = (*proxy)->port;
+  absl::StatusOr<channel::Target> t = channel::ParseTarget(target);
+  if (!t.ok()) return t.status();
+  if (!args.values().count("grpc.default_authority")) {
+    state.mutable_config().connection.authority = t->authority;
   }
-  if (std::optional<AddressList> local = channel::ResolveLocally(resolve, port)) {
-    // An IP literal or localhost: a fixed list, no resolver thread (a
-    // channel per call would start one each) and no DNS server asked.
-    return std::make_shared<channel::StaticResolver>(*std::move(local));
+  if (t->kind == channel::Target::Kind::kDns) {
+    const channel::ChannelConfig& c = state.config();
+    absl::StatusOr<std::optional<channel::HttpProxy>> proxy =
+        channel::ChooseHttpProxy(c.http_proxy, c.enable_http_proxy, t->host,
+                                 [](const char* name) { return std::getenv(name); });
+    if (!proxy.ok()) return proxy.status();
+    std::string host_port = ra.scheme == "dns" ? ra.endpoint : target;
+    if (*proxy) {
+      transport::ConnectionOptions& conn = state.mutable_config().connection;
+      conn.http_connect_target = t->host.find(':') != std::string::npos
+                                     ? absl::StrCat("[", t->host, "]:", t->port)
+                                     : absl::StrCat(t->host, ":", t->port);
+      conn.http_connect_authorization = (*proxy)->authorization;
+      host_port = (*proxy)->host.find(':') != std::string::npos
+                      ? absl::StrCat("[", (*proxy)->host, "]:", (*proxy)->port)
+                      : absl::StrCat((*proxy)->host, ":", (*proxy)->port);
+    }
+    // A target without a scheme is DNS's; the DNS server it names stays.
+    ra =
+        SplitTarget(absl::StrCat("dns://", ra.scheme == "dns" ? ra.authority : "", "/", host_port));
+    ra.channel_args = &args;
   }
-  return std::make_shared<channel::DnsResolver>(
-      resolve, port,
-      channel::DnsResolver::Options{.server = t.dns_server,
-                                    .min_interval = c.dns_min_time_between_resolutions,
-                                    .query_timeout = c.dns_query_timeout,
-                                    .request_service_config = c.dns_txt_service_config});
+  ResolverFactory f = FindResolverFactory(ra.scheme);
+  if (!f && ra.scheme == "xds") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("target \"", target,
+                     "\": xds: targets need ringrpc's xDS resolver, which this program "
+                     "does not link: link @ringrpc//client/xds:xds_resolver (Bazel only so far)"));
+  }
+  if (!f)
+    return absl::InvalidArgumentError(
+        absl::StrCat("target \"", target, "\": no resolver for its scheme"));
+  return f(ra);
 }
 
 }  // namespace
@@ -171,22 +192,15 @@ std::shared_ptr<Channel> experimental::CreateCustomChannelWithInterceptors(
         std::make_shared<const std::vector<std::unique_ptr<ClientInterceptorFactoryInterface>>>(
             std::move(interceptor_creators));
   }
-  absl::StatusOr<channel::Target> t = channel::ParseTarget(target);
-  if (!t.ok()) {
-    state->Fail(t.status());
-    return channel;
-  }
-  if (!args.values().count("grpc.default_authority")) {
-    state->mutable_config().connection.authority = t->authority;
-  }
   if (state->call_metrics() != nullptr) state->call_metrics()->set_target(CanonicalTarget(target));
-  if (absl::Status s = ApplyCredentials(creds.get(), state->mutable_config()); !s.ok()) {
-    state->Fail(s);
-    return channel;
-  }
-  absl::StatusOr<std::shared_ptr<Resolver>> resolver = MakeResolver(target, *t, *state);
+  absl::StatusOr<std::shared_ptr<Resolver>> resolver = MakeResolver(target, args, *state);
   if (!resolver.ok()) {
     state->Fail(resolver.status());
+    return channel;
+  }
+  // After the resolver's choice: TLS checks the :authority it settled.
+  if (absl::Status s = ApplyCredentials(creds.get(), state->mutable_config()); !s.ok()) {
+    state->Fail(s);
     return channel;
   }
   channel::ChannelState::Start(state, *std::move(resolver));

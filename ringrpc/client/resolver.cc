@@ -1,6 +1,8 @@
 #include "ringrpc/client/resolver.h"
 
+#include <cctype>
 #include <map>
+#include <string_view>
 #include <utility>
 
 namespace ringrpc {
@@ -59,6 +61,33 @@ ResolverFactory FindResolverFactory(const std::string& scheme) {
   MutexLock lock(&f.mu);
   auto it = f.by_scheme.find(scheme);
   return it == f.by_scheme.end() ? ResolverFactory() : it->second;
+}
+
+ResolverArgs SplitTarget(const std::string& target) {
+  ResolverArgs a;
+  a.target = target;
+  // RFC 3986: ALPHA *( ALPHA / DIGIT / "+" / "-" / "." ) ":"
+  size_t colon = 0;
+  while (colon < target.size() &&
+         (std::isalpha(static_cast<unsigned char>(target[colon])) ||
+          (colon > 0 && (std::isdigit(static_cast<unsigned char>(target[colon])) ||
+                         target[colon] == '+' || target[colon] == '-' || target[colon] == '.')))) {
+    ++colon;
+  }
+  if (colon == 0 || colon >= target.size() || target[colon] != ':') {
+    a.endpoint = target;
+    return a;
+  }
+  a.scheme = target.substr(0, colon);
+  std::string_view rest = std::string_view(target).substr(colon + 1);
+  if (rest.substr(0, 2) == "//") {
+    const size_t slash = rest.find('/', 2);
+    a.authority =
+        std::string(rest.substr(2, slash == std::string_view::npos ? rest.npos : slash - 2));
+    rest = slash == std::string_view::npos ? std::string_view() : rest.substr(slash + 1);
+  }
+  a.endpoint = std::string(rest);
+  return a;
 }
 
 }  // namespace ringrpc

@@ -36,10 +36,12 @@
 
 #include "absl/status/statusor.h"
 #include "ringrpc/base/mutex.h"
+#include "ringrpc/client/lb/lb_policy.h"
 #include "ringrpc/client/transport/address.h"
 
 namespace ringrpc {
 
+class ChannelArguments;
 using AddressList = std::vector<transport::Address>;
 
 // What a CallRouter sees of a call.
@@ -82,6 +84,10 @@ struct ResolverResult {
   // TXT record that is not a list of choices); the channel treats it as an
   // invalid config (the last valid one is kept), saying this.
   absl::Status service_config_error;
+  // The LB policy for these addresses, typed (ringrpc/client/lb), over the
+  // service config's loadBalancingConfig (xDS's clusters name theirs this
+  // way). Null: the service config's, else grpc.lb_policy_name's.
+  std::shared_ptr<const LbConfig> lb_config;
   // With a router: every call is routed to one of these groups, each a
   // list of indexes into `addresses` (an address may be in several), and
   // picks among that group's addresses only. Without: one group, all.
@@ -161,15 +167,44 @@ class ManualResolver final : public Resolver {
   std::atomic<int> reresolution_requests_{0};
 };
 
-// Resolvers for target schemes that live in libraries of their own: the
-// xDS resolver (ringrpc/client/xds) registers "xds" when it is linked, and
-// CreateChannel finds it for "xds:" targets. `target` is the whole target
-// as the channel got it. Registering a scheme twice keeps the last.
+// A target's scheme and what follows it, for a resolver a scheme names
+// (RFC 3986's shape, as gRPC reads targets): "consul://agent:8500/orders"
+// is scheme "consul", authority "agent:8500", endpoint "orders";
+// "consul:///orders" has no authority; "consul:orders" neither.
+struct ResolverArgs {
+  std::string target;     // the whole target, as the channel got it
+  std::string scheme;     // lower case as written: "dns", "consul"
+  std::string authority;  // between "//" and the next "/" (empty: none)
+  std::string endpoint;   // the rest, without its leading "/"
+  // The channel's arguments (never null; valid during the factory call).
+  const ChannelArguments* channel_args = nullptr;
+};
+
+// Target schemes and the resolvers they make. ringrpc registers dns,
+// ipv4, ipv6, unix and unix-abstract itself; the xDS resolver
+// (ringrpc/client/xds) registers xds when it is linked; a program
+// registers its own schemes (or replaces one of ringrpc's) before it
+// creates channels to them. A target whose scheme is registered goes to
+// its factory; one without a scheme ("host:port", "localhost:50051") is
+// dns:///target, as in grpc++. The channel's :authority for a scheme of
+// the program's own is the endpoint (grpc.default_authority overrides
+// it). Registering a scheme twice keeps the last. Any thread.
+//
+//   RegisterResolverFactory("consul", [](const ResolverArgs& a)
+//       -> absl::StatusOr<std::shared_ptr<Resolver>> {
+//     return std::make_shared<ConsulResolver>(a.endpoint);
+//   });
+//   auto channel = CreateChannel("consul:///orders", InsecureChannelCredentials());
 using ResolverFactory =
-    std::function<absl::StatusOr<std::shared_ptr<Resolver>>(const std::string& target)>;
+    std::function<absl::StatusOr<std::shared_ptr<Resolver>>(const ResolverArgs& args)>;
 void RegisterResolverFactory(const std::string& scheme, ResolverFactory factory);
 // The factory registered for `scheme`, or an empty function.
 ResolverFactory FindResolverFactory(const std::string& scheme);
+// `target` split as ResolverArgs says (channel_args left null); the scheme
+// is empty when the target does not start with one ("host:port" does: its
+// host is a scheme-shaped word, so callers fall back to DNS when that
+// scheme is not registered).
+ResolverArgs SplitTarget(const std::string& target);
 
 }  // namespace ringrpc
 

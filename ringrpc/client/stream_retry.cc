@@ -82,8 +82,7 @@ Task<void> CallOpener::SwapInAttempt(ClientCall::Impl* impl, std::unique_ptr<Cli
   std::swap(impl->call, fresh.call);
   std::swap(impl->interceptors, fresh.interceptors);
   std::swap(impl->alive, fresh.alive);
-  std::swap(impl->outstanding_counted, fresh.outstanding_counted);
-  std::swap(impl->thread, fresh.thread);
+  std::swap(impl->lb_tracker, fresh.lb_tracker);
   std::swap(impl->attempt_start, fresh.attempt_start);
   if (fresh.metrics != nullptr) impl->call->set_end_observer(impl);
   for (const auto& [m, compress] : r.sent) (void)impl->call->Enqueue(m, compress);

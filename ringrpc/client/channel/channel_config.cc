@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
+#include "ringrpc/client/lb/builtin.h"
 
 namespace ringrpc::channel {
 namespace {
@@ -90,13 +91,13 @@ void ReadChannelArgs(Reader& r, ChannelConfig& c) {
   r.Int("grpc.use_local_subchannel_pool", 0, 1,
         [&](int v) { c.use_local_subchannel_pool = v == 1; });
   r.String("grpc.lb_policy_name", [&](const std::string& v) -> absl::Status {
-    absl::StatusOr<LbPolicy> p = LbPolicyNamed(v);
+    absl::StatusOr<std::shared_ptr<const LbConfig>> p = LbConfigNamed(v);
     if (!p.ok()) {
       return absl::InvalidArgumentError(
           absl::StrCat("channel argument grpc.lb_policy_name: ", p.status().message()));
     }
-    c.lb_policy = *p;
-    c.lb_policy_arg = *p;
+    c.lb_config = *p;  // grpc.service_config's, read after, may name another
+    c.lb_config_arg = *std::move(p);
     return absl::OkStatus();
   });
   r.Int("grpc.enable_retries", 0, 1, [&](int v) { c.enable_retries = v == 1; });
@@ -119,8 +120,7 @@ void ReadChannelArgs(Reader& r, ChannelConfig& c) {
   r.String("grpc.service_config", [&](const std::string& v) -> absl::Status {
     absl::StatusOr<ServiceConfig> sc = ParseServiceConfig(v, {.retries_enabled = c.enable_retries});
     if (!sc.ok()) return sc.status();
-    if (sc->lb_policy) c.lb_policy = *sc->lb_policy;
-    if (sc->choice_count) c.choice_count = *sc->choice_count;
+    if (sc->lb_config) c.lb_config = sc->lb_config;
     c.service_config = std::make_shared<const ServiceConfig>(std::move(*sc));
     return absl::OkStatus();
   });
@@ -171,12 +171,9 @@ void ReadRingrpcArgs(Reader& r, ChannelConfig& c) {
           "channel argument ringrpc.poller must be \"io_uring\" or \"epoll\", got \"", v, "\""));
     return absl::OkStatus();
   });
+  // Read by least_request itself (ringrpc/client/lb/least_request.cc).
   r.String("ringrpc.least_request_scope", [&](const std::string& v) -> absl::Status {
-    if (v == "thread")
-      c.least_request_channel_wide = false;
-    else if (v == "channel")
-      c.least_request_channel_wide = true;
-    else
+    if (v != "thread" && v != "channel")
       return absl::InvalidArgumentError(absl::StrCat(
           "channel argument ringrpc.least_request_scope must be \"thread\" or \"channel\", got \"",
           v, "\""));
@@ -198,9 +195,9 @@ void ReadRingrpcArgs(Reader& r, ChannelConfig& c) {
 
 }  // namespace
 
-std::optional<std::string> HealthCheckServiceFor(const ServiceConfig* sc, LbPolicy policy,
+std::optional<std::string> HealthCheckServiceFor(const ServiceConfig* sc, const LbConfig& policy,
                                                  bool inhibit) {
-  if (inhibit || policy == LbPolicy::kPickFirst || sc == nullptr) return std::nullopt;
+  if (inhibit || !policy.health_checks() || sc == nullptr) return std::nullopt;
   return sc->health_check_service;
 }
 
@@ -218,6 +215,8 @@ absl::StatusOr<ChannelConfig> ParseChannelArguments(const ChannelArguments& args
   ReadChannelArgs(r, c);
   ReadRingrpcArgs(r, c);
   if (absl::Status s = r.status(); !s.ok()) return s;
+  if (c.lb_config_arg == nullptr) c.lb_config_arg = lb::PickFirstConfig();
+  if (c.lb_config == nullptr) c.lb_config = c.lb_config_arg;
   if (c.pool.min_idle > c.pool.max_size) {
     return absl::InvalidArgumentError(
         absl::StrCat("channel argument ringrpc.min_idle_per_thread (", c.pool.min_idle,

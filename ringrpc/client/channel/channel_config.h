@@ -43,16 +43,12 @@ struct ChannelConfig {
   // authority's host.
   std::optional<std::string> ssl_target_name_override;
   BackoffConfig backoff;
-  // The default service config's policy, else grpc.lb_policy_name's.
-  LbPolicy lb_policy = LbPolicy::kPickFirst;
-  // grpc.lb_policy_name alone: the policy of a resolver's service config
-  // that names none.
-  LbPolicy lb_policy_arg = LbPolicy::kPickFirst;
-  // least_request: how many addresses each pick compares (gRFC A48).
-  int choice_count = 2;
-  // ringrpc.least_request_scope: whose outstanding calls least_request
-  // counts -- this CQ thread's (false, the default) or every thread's.
-  bool least_request_channel_wide = false;
+  // The default service config's policy, else grpc.lb_policy_name's,
+  // else pick_first (never null after ParseChannelArguments).
+  std::shared_ptr<const LbConfig> lb_config;
+  // grpc.lb_policy_name alone (else pick_first): the policy of a
+  // resolver's service config that names none.
+  std::shared_ptr<const LbConfig> lb_config_arg;
   Duration dns_min_time_between_resolutions = std::chrono::seconds(30);
   // grpc.client_idle_timeout_ms: a channel with no call this long goes
   // idle (connections closed, state IDLE). Unset: never (INT_MAX).
@@ -112,9 +108,9 @@ struct ChannelConfig {
 absl::StatusOr<ChannelConfig> ParseChannelArguments(const ChannelArguments& args);
 
 // The service to health-check addresses with under `sc` and `policy`
-// (gRFC A17): sc's healthCheckConfig.serviceName, unless `inhibit` or
-// pick_first (which never checks, as in gRPC).
-std::optional<std::string> HealthCheckServiceFor(const ServiceConfig* sc, LbPolicy policy,
+// (gRFC A17): sc's healthCheckConfig.serviceName, unless `inhibit` or a
+// policy without health checks (pick_first, as in gRPC).
+std::optional<std::string> HealthCheckServiceFor(const ServiceConfig* sc, const LbConfig& policy,
                                                  bool inhibit);
 
 }  // namespace ringrpc::channel

@@ -13,7 +13,7 @@ TEST(ChannelConfig, DefaultsFollowGrpc) {
   EXPECT_EQ(c->connection.max_receive_message_size, 4u << 20);
   EXPECT_FALSE(c->connection.max_send_message_size.has_value());
   EXPECT_FALSE(c->connection.keepalive_time.has_value());
-  EXPECT_EQ(c->lb_policy, LbPolicy::kPickFirst);
+  EXPECT_EQ(c->lb_config->name(), "pick_first");
   EXPECT_EQ(c->backoff.initial, std::chrono::seconds(1));
   EXPECT_EQ(c->backoff.max, std::chrono::seconds(120));
   EXPECT_EQ(c->pool.max_concurrent_connects, 1u);  // A105
@@ -35,7 +35,7 @@ TEST(ChannelConfig, KnownKeysAreRead) {
   EXPECT_TRUE(c->connection.keepalive_permit_without_calls);
   EXPECT_EQ(c->connection.max_receive_message_size, UINT32_MAX);
   EXPECT_EQ(*c->connection.max_send_message_size, 1024u);
-  EXPECT_EQ(c->lb_policy, LbPolicy::kRoundRobin);
+  EXPECT_EQ(c->lb_config->name(), "round_robin");
   EXPECT_EQ(c->pool.max_size, 4u);
   EXPECT_EQ(c->pool.max_leases_per_connection, 50u);
   EXPECT_EQ(c->connection.max_concurrent_streams, 50u);
@@ -91,7 +91,7 @@ TEST(ChannelConfig, HealthCheckingNeedsAPolicyThatUsesItAndNoInhibition) {
     if (inhibit >= 0) a.SetInt("grpc.inhibit_health_checking", inhibit);
     absl::StatusOr<ChannelConfig> c = ParseChannelArguments(a);
     EXPECT_TRUE(c.ok()) << c.status();
-    return c.ok() ? HealthCheckServiceFor(c->service_config.get(), c->lb_policy,
+    return c.ok() ? HealthCheckServiceFor(c->service_config.get(), *c->lb_config,
                                           c->inhibit_health_checking)
                   : std::nullopt;
   };
@@ -111,10 +111,10 @@ TEST(ChannelConfig, HealthCheckingNeedsAPolicyThatUsesItAndNoInhibition) {
 TEST(ChannelConfig, ServiceConfigLoadBalancing) {
   ChannelArguments a;
   a.SetServiceConfigJSON(R"({"loadBalancingConfig":[{"weighted_target":{}},{"round_robin":{}}]})");
-  EXPECT_EQ(ParseChannelArguments(a)->lb_policy, LbPolicy::kRoundRobin);  // first known
+  EXPECT_EQ(ParseChannelArguments(a)->lb_config->name(), "round_robin");  // first registered
   ChannelArguments b;
   b.SetServiceConfigJSON(R"({"loadBalancingPolicy":"ROUND_ROBIN"})");
-  EXPECT_EQ(ParseChannelArguments(b)->lb_policy, LbPolicy::kRoundRobin);
+  EXPECT_EQ(ParseChannelArguments(b)->lb_config->name(), "round_robin");
   ChannelArguments c;
   c.SetServiceConfigJSON(R"({"loadBalancingConfig":[{"grpclb":{}}]})");
   EXPECT_EQ(ParseChannelArguments(c).status().code(), absl::StatusCode::kInvalidArgument);

@@ -54,6 +54,7 @@ std::shared_ptr<ChannelState> ChannelState::Create(const ChannelArguments& args)
     state->cq_ = SharedCqThreads(&ignored);
   } else {
     state->config_ = *config;
+    state->args_ = args;
     state->listener_ = args.subchannel_event_listener();
     if (const std::shared_ptr<CqThreadSet>& set = args.cq_thread_set()) {
       if (config->cq_threads != 0 || config->poller) {
@@ -76,6 +77,7 @@ std::shared_ptr<ChannelState> ChannelState::Create(const ChannelArguments& args)
   }
   if (state->cq_) {
     state->per_thread_ = std::vector<PerThread>(state->cq_->size());
+    for (size_t i = 0; i < state->per_thread_.size(); ++i) state->per_thread_[i].thread = i;
     if (state->config_.call_metrics || args.call_metrics_recorder()) {
       state->call_metrics_ = std::make_unique<CallMetricsTable>(
           state->cq_->size(), args.call_metrics_recorder(), state->config_.call_metrics);
@@ -115,11 +117,10 @@ void ChannelState::Start(const std::shared_ptr<ChannelState>& state,
     state->active_.store(state->ConfigFor("", state->config_.service_config, absl::OkStatus()),
                          std::memory_order_release);
   }
-  const ActiveConfig& active = state->active();
+  // Each thread's pickers are made on it, at its first pick.
   uint64_t seed = 0x9e3779b97f4a7c15ULL;
   for (PerThread& pt : state->per_thread_) {
     pt.seed = seed;
-    pt.picker = AddressPicker(active.lb_policy, active.choice_count, seed);
     seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
   }
   state->resolver_ = std::move(resolver);
@@ -197,26 +198,33 @@ const ActiveConfig ChannelState::kNoConfig{};
 
 const ActiveConfig* ChannelState::ConfigFor(const std::string& json,
                                             std::shared_ptr<const ServiceConfig> sc,
-                                            absl::Status error) {
+                                            absl::Status error,
+                                            std::shared_ptr<const LbConfig> lb) {
+  // The default's policy was settled when the arguments were read; a
+  // resolver names its own, or its config does, or grpc.lb_policy_name's
+  // stays.
+  if (lb == nullptr) {
+    lb = json.empty()                                ? config_.lb_config
+         : sc != nullptr && sc->lb_config != nullptr ? sc->lb_config
+                                                     : config_.lb_config_arg;
+  }
+  // A config seen before (the same text and policy) is reused: its
+  // balancer, and the pickers each thread made with it, carry on.
+  const std::string lb_json = lb->ToJson();
   for (const auto& [key, c] : configs_) {
-    if (key == json && c->error == error) return c.get();
+    if (key == json && c->error == error && c->lb_config->name() == lb->name() &&
+        c->lb_config->ToJson() == lb_json) {
+      return c.get();
+    }
   }
   auto c = std::make_unique<ActiveConfig>();
   c->error = std::move(error);
   if (sc != nullptr && sc->retry_throttling) {
     c->throttle = std::make_unique<RetryThrottle>(*sc->retry_throttling);
   }
-  // The default's policy was settled when the arguments were read; a
-  // resolver's config names its own or leaves grpc.lb_policy_name's.
-  if (json.empty()) {
-    c->lb_policy = config_.lb_policy;
-    c->choice_count = config_.choice_count;
-  } else {
-    c->lb_policy = sc != nullptr && sc->lb_policy ? *sc->lb_policy : config_.lb_policy_arg;
-    c->choice_count = sc != nullptr && sc->choice_count ? *sc->choice_count : 2;
-  }
-  c->health_service =
-      HealthCheckServiceFor(sc.get(), c->lb_policy, config_.inhibit_health_checking);
+  c->balancer = lb->NewBalancer({.cq_threads = per_thread_.size(), .channel_args = &args_});
+  c->health_service = HealthCheckServiceFor(sc.get(), *lb, config_.inhibit_health_checking);
+  c->lb_config = std::move(lb);
   c->service_config = std::move(sc);
   configs_.emplace_back(json, std::move(c));
   return configs_.back().second.get();
@@ -232,7 +240,7 @@ void ChannelState::ApplyResolverConfig(const ResolverResult& result) {
             : ParseServiceConfig(*json, {.retries_enabled = config_.enable_retries});
     if (parsed.ok()) {
       next = ConfigFor(*json, std::make_shared<const ServiceConfig>(std::move(*parsed)),
-                       absl::OkStatus());
+                       absl::OkStatus(), result.lb_config);
       resolver_config_valid_ = true;
       resolver_config_error_ = absl::OkStatus();
     } else {
@@ -248,6 +256,10 @@ void ChannelState::ApplyResolverConfig(const ResolverResult& result) {
     }
   } else {
     resolver_config_valid_ = false;
+    // A policy of the resolver's own with the default service config.
+    if (result.lb_config != nullptr) {
+      next = ConfigFor("", config_.service_config, absl::OkStatus(), result.lb_config);
+    }
   }
   active_.store(next, std::memory_order_release);
 }
@@ -371,10 +383,7 @@ void ChannelState::Refresh(PerThread& pt) {
     return !groups_.contains(g.first);
   });
   for (const auto& [name, list] : groups_) {
-    auto [it, added] = pt.groups.try_emplace(name);
-    it->second.list = list;
-    if (added)
-      it->second.picker = AddressPicker(pt.picker.policy(), pt.picker.choice_count(), pt.seed);
+    pt.groups[name].list = list;  // a new group gets its picker at its first pick
   }
   pt.version = version_.load(std::memory_order_acquire);
 }
@@ -416,62 +425,59 @@ std::string_view ChannelState::Failover(size_t thread, std::string_view group, T
   return group;
 }
 
-std::shared_ptr<Subchannel> ChannelState::Pick(size_t thread, std::string_view group) {
+namespace {
+
+static_assert(static_cast<int>(ConnectivityState::kReady) == GRPC_CHANNEL_READY &&
+              static_cast<int>(ConnectivityState::kTransientFailure) ==
+                  GRPC_CHANNEL_TRANSIENT_FAILURE &&
+              static_cast<int>(ConnectivityState::kShutdown) == GRPC_CHANNEL_SHUTDOWN);
+
+// One group's subchannels as the LB policy sees them.
+class SubchannelList final : public LbAddressList {
+ public:
+  explicit SubchannelList(const std::vector<std::shared_ptr<Subchannel>>& list) : list_(list) {}
+  size_t size() const override { return list_.size(); }
+  // With health checks, an address not answered SERVING is never picked.
+  ::ringrpc::ConnectivityState state(size_t i) const override {
+    const Subchannel& sc = *list_[i];
+    return static_cast<::ringrpc::ConnectivityState>(
+        sc.Healthy() ? sc.record->state() : ConnectivityState::kTransientFailure);
+  }
+  const std::string& address(size_t i) const override { return list_[i]->record->name(); }
+  const void* id(size_t i) const override { return list_[i].get(); }
+  std::atomic<uint32_t>& shared_count(size_t i) const override { return list_[i]->lb_count; }
+
+ private:
+  const std::vector<std::shared_ptr<Subchannel>>& list_;
+};
+
+}  // namespace
+
+std::shared_ptr<Subchannel> ChannelState::Pick(size_t thread, std::string_view group,
+                                               std::unique_ptr<LbCallTracker>* tracker) {
   PerThread& pt = Own(thread);
   Refresh(pt);
-  // A resolver's service config may have changed the policy.
+  // A resolver's service config may have changed the policy: its balancer
+  // makes this thread's pickers anew.
   const ActiveConfig& active = this->active();
-  if (pt.picker.policy() != active.lb_policy || pt.picker.choice_count() != active.choice_count) {
-    pt.picker = AddressPicker(active.lb_policy, active.choice_count, pt.seed);
-    for (auto& [name, g] : pt.groups)
-      g.picker = AddressPicker(active.lb_policy, active.choice_count, pt.seed);
+  if (pt.pickers_of != &active) {
+    pt.pickers_of = &active;
+    pt.picker.reset();
+    for (auto& [name, g] : pt.groups) g.picker.reset();
   }
   const std::vector<std::shared_ptr<Subchannel>>& list = ListFor(pt, group);
-  AddressPicker* picker = &pt.picker;
+  std::unique_ptr<LbPicker>* picker = &pt.picker;
   if (!group.empty()) {
     auto it = pt.groups.find(group);
     if (it == pt.groups.end()) return nullptr;
     picker = &it->second.picker;
   }
-  // With health checks, an address not answered SERVING is never picked.
-  auto state_of = [&](size_t k) {
-    const Subchannel& sc = *list[k];
-    return sc.Healthy() ? sc.record->state() : ConnectivityState::kTransientFailure;
-  };
-  std::optional<size_t> i;
-  if (active.lb_policy != LbPolicy::kLeastRequest) {
-    i = picker->Pick(list.size(), state_of);
-  } else if (config_.least_request_channel_wide) {
-    i = picker->Pick(list.size(), state_of, [&](size_t k) {
-      return list[k]->outstanding.load(std::memory_order_relaxed);
-    });
-  } else {
-    i = picker->Pick(list.size(), state_of, [&](size_t k) -> uint32_t {
-      auto it = pt.outstanding.find(list[k].get());
-      return it == pt.outstanding.end() ? 0 : it->second;
-    });
-  }
-  if (!i || !list[*i]->Healthy()) return nullptr;
-  return list[*i];
-}
-
-void ChannelState::CallStarted(size_t thread, Subchannel* sc) {
-  if (config_.least_request_channel_wide) {
-    sc->outstanding.fetch_add(1, std::memory_order_relaxed);
-  } else {
-    ++Own(thread).outstanding[sc];
-  }
-}
-
-void ChannelState::CallEnded(size_t thread, Subchannel* sc) {
-  if (config_.least_request_channel_wide) {
-    sc->outstanding.fetch_sub(1, std::memory_order_relaxed);
-    return;
-  }
-  auto& counts = Own(thread).outstanding;
-  auto it = counts.find(sc);
-  if (it == counts.end()) return;
-  if (--it->second == 0) counts.erase(it);  // addresses that went leave no entry
+  if (list.empty() || active.balancer == nullptr) return nullptr;
+  if (*picker == nullptr) *picker = active.balancer->NewPicker({.thread = thread, .seed = pt.seed});
+  std::optional<LbPick> pick = (*picker)->Pick(SubchannelList(list));
+  if (!pick || pick->index >= list.size() || !list[pick->index]->Healthy()) return nullptr;
+  if (tracker != nullptr) *tracker = std::move(pick->tracker);
+  return list[pick->index];
 }
 
 bool ChannelState::AnotherUsable(size_t thread, const std::shared_ptr<Subchannel>& sc,

@@ -18,8 +18,8 @@
 // before Start() and read-only afterwards. `mu_` guards the address list
 // and what goes with it; the atomics are read without it; per_thread_[i]
 // is touched only by CQ thread i (Route, Failover, Pick, AnotherUsable,
-// NoPickError, HealthPending, CallStarted, CallEnded: debug builds abort
-// when another thread calls them with i). Everything else may be called
+// NoPickError, HealthPending: debug builds abort when another thread
+// calls them with i). Everything else may be called
 // from any thread.
 //
 //   auto state = ChannelState::Create(args);        // threads, config
@@ -41,18 +41,18 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "ringrpc/base/check.h"
 #include "ringrpc/base/mutex.h"
 #include "ringrpc/base/task.h"
 #include "ringrpc/base/time.h"
+#include "ringrpc/client/channel/address_states.h"
 #include "ringrpc/client/channel/call_metrics_table.h"
 #include "ringrpc/client/channel/channel_config.h"
-#include "ringrpc/client/channel/lb_policy.h"
 #include "ringrpc/client/channel/retry_throttle.h"
 #include "ringrpc/client/channel/subchannel.h"
 #include "ringrpc/client/channel_arguments.h"
+#include "ringrpc/client/lb/lb_policy.h"
 #include "ringrpc/client/resolver.h"
 #include "ringrpc/client/runtime/cq_threads.h"
 #include "ringrpc/client/transport/metadata.h"
@@ -72,8 +72,10 @@ TimePoint ToLoopTime(std::chrono::system_clock::time_point deadline, TimePoint n
 struct ActiveConfig {
   std::shared_ptr<const ServiceConfig> service_config;  // null: none
   std::unique_ptr<RetryThrottle> throttle;              // null: no retryThrottling
-  LbPolicy lb_policy = LbPolicy::kPickFirst;
-  int choice_count = 2;
+  // The LB policy in force and its state for this channel (null only in
+  // the config of a channel not started).
+  std::shared_ptr<const LbConfig> lb_config;
+  std::shared_ptr<LbBalancer> balancer;
   std::optional<std::string> health_service;  // A17: null, no health checks
   // Not OK: the resolver's config is invalid and there is neither an
   // earlier valid one nor a default; calls fail UNAVAILABLE with it.
@@ -160,21 +162,18 @@ class ChannelState : public std::enable_shared_from_this<ChannelState> {
   // whole list), or the status it fails with.
   absl::StatusOr<CallRoute> Route(size_t thread, std::string_view method,
                                   const transport::Metadata& metadata);
-  // CQ thread `thread` only, among the addresses of `group` (Route's
-  // answer; "" the whole list). pick_first: the first READY address, else
-  // the first not failing, else the first. round_robin: the next address
-  // not in TRANSIENT_FAILURE from the thread's cursor (one per group).
-  // Null: no addresses.
-  std::shared_ptr<Subchannel> Pick(size_t thread, std::string_view group = {});
+  // CQ thread `thread` only: the LB policy's pick among the addresses of
+  // `group` (Route's answer; "" the whole list), with the thread's picker
+  // for that group. Null: no addresses, or the policy picked none, or an
+  // unhealthy one. `tracker`, if given, receives the policy's tracker for
+  // the call (Start it once the call has its stream; null if the policy
+  // follows no calls).
+  std::shared_ptr<Subchannel> Pick(size_t thread, std::string_view group = {},
+                                   std::unique_ptr<LbCallTracker>* tracker = nullptr);
   // CQ thread `thread` only: `group`, or while every address of it is
   // failing at `now` (the time the caller checks backoff with: the loop's),
   // its fallback (ResolverResult::fallback), down the chain.
   std::string_view Failover(size_t thread, std::string_view group, TimePoint now);
-  // least_request's count of a call on `sc` from CQ thread `thread` (that
-  // thread only): started when the call has its stream, ended when the
-  // call is destroyed; called only for calls under least_request.
-  void CallStarted(size_t thread, Subchannel* sc);
-  void CallEnded(size_t thread, Subchannel* sc);
   // CQ thread `thread` only: the list (of `group`) has an address other
   // than `sc` that is not in TRANSIENT_FAILURE, or `group` has a fallback.
   bool AnotherUsable(size_t thread, const std::shared_ptr<Subchannel>& sc,
@@ -220,6 +219,7 @@ class ChannelState : public std::enable_shared_from_this<ChannelState> {
 
   absl::Status config_error_;
   ChannelConfig config_;
+  ChannelArguments args_;  // as given (LB policies read their own keys)
   std::shared_ptr<runtime::CqThreads> cq_;
   std::shared_ptr<Resolver> resolver_;
   std::shared_ptr<SubchannelEventListener> listener_;
@@ -275,8 +275,11 @@ class ChannelState : public std::enable_shared_from_this<ChannelState> {
   absl::Status resolver_config_error_ ABSL_GUARDED_BY(mu_);
   std::atomic<uint64_t> resolver_config_errors_{0};
   // The ActiveConfig for `sc` (the default: `json` empty) made or found.
+  // `lb`: the resolver's own policy (ResolverResult::lb_config), over the
+  // config's.
   const ActiveConfig* ConfigFor(const std::string& json, std::shared_ptr<const ServiceConfig> sc,
-                                absl::Status error) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+                                absl::Status error, std::shared_ptr<const LbConfig> lb = nullptr)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The resolver's config (or its absence) applied; the health service
   // before and after.
   void ApplyResolverConfig(const ResolverResult& result) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -285,23 +288,24 @@ class ChannelState : public std::enable_shared_from_this<ChannelState> {
   bool SetRouting(const ResolverResult& result, const std::vector<std::string>& names)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  // Each CQ thread's view of the list and its round-robin cursor; touched
-  // only by that thread.
+  // Each CQ thread's view of the list and its pickers (one per group, made
+  // by the balancer of the config in force); touched only by that thread.
   struct Group {
     std::vector<std::shared_ptr<Subchannel>> list;
-    AddressPicker picker{LbPolicy::kPickFirst};
+    std::unique_ptr<LbPicker> picker;  // null until the first pick
   };
   struct alignas(64) PerThread {
+    size_t thread = 0;  // its index
     uint64_t version = ~uint64_t{0};
     std::vector<std::shared_ptr<Subchannel>> list;
-    AddressPicker picker{LbPolicy::kPickFirst};  // the policy in force (active())
-    uint64_t seed = 0;                           // the picker's, kept for a new policy
+    // The config whose balancer made the pickers (null: none made yet).
+    const ActiveConfig* pickers_of = nullptr;
+    std::unique_ptr<LbPicker> picker;
+    uint64_t seed = 0;  // the pickers'
     std::shared_ptr<const CallRouter> router;
     std::map<std::string, Group, std::less<>> groups;
     std::map<std::string, std::string, std::less<>> fallback;
     uint64_t route_rng = 0;  // NextRandom's state for CallRouteInfo::random
-    // least_request (thread scope): this thread's calls per address.
-    absl::flat_hash_map<const Subchannel*, uint32_t> outstanding;
   };
   std::vector<PerThread> per_thread_;
   // CQ thread `thread`'s view: that thread's alone (debug builds check the

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "ringrpc/client/status.h"
 
 namespace ringrpc::channel {
@@ -16,19 +17,6 @@ using nlohmann::json;
 absl::Status Error(std::string_view path, std::string_view what) {
   return absl::InvalidArgumentError(absl::StrCat("grpc.service_config: ", std::string(path),
                                                  path.empty() ? "" : ": ", std::string(what)));
-}
-
-// least_request's config: {"choiceCount": N}, 2 .. 10 (more is capped at
-// 10, as gRFC A48 says).
-absl::Status ReadLeastRequest(const json& config, const std::string& at, ServiceConfig& out) {
-  if (!config.is_object()) return Error(at, "must be an object");
-  if (auto c = config.find("choiceCount"); c != config.end()) {
-    if (!c->is_number_integer() || c->get<int64_t>() < 2) {
-      return Error(at + ".choiceCount", "must be an integer of at least 2");
-    }
-    out.choice_count = static_cast<int>(std::min<int64_t>(c->get<int64_t>(), 10));
-  }
-  return absl::OkStatus();
 }
 
 // loadBalancingConfig (the first policy ringrpc knows, as gRPC picks), else
@@ -42,28 +30,28 @@ absl::Status ReadLb(const json& j, ServiceConfig& out) {
         return Error(absl::StrCat("loadBalancingConfig[", i, "]"),
                      "must be an object with one policy");
       }
-      absl::StatusOr<LbPolicy> p = LbPolicyNamed(entry.begin().key());
-      if (p.ok()) {
-        out.lb_policy = *p;
-        if (*p == LbPolicy::kLeastRequest) {
-          return ReadLeastRequest(
-              entry.begin().value(),
-              absl::StrCat("loadBalancingConfig[", i, "].", entry.begin().key()), out);
-        }
-        return absl::OkStatus();
+      std::shared_ptr<const LbPolicyFactory> f = FindLbPolicy(entry.begin().key());
+      if (f == nullptr) continue;
+      absl::StatusOr<std::shared_ptr<const LbConfig>> c =
+          f->ParseConfig(entry.begin().value().dump());
+      if (!c.ok()) {
+        return Error(absl::StrCat("loadBalancingConfig[", i, "]"),
+                     std::string(c.status().message()));
       }
+      out.lb_config = *std::move(c);
+      return absl::OkStatus();
     }
     return Error("loadBalancingConfig",
-                 "no policy in it that ringrpc knows (pick_first, round_robin, "
-                 "least_request_experimental)");
+                 absl::StrCat("none of its policies is registered (registered: ",
+                              absl::StrJoin(LbPolicyNames(), ", "), ")"));
   }
   if (auto it = j.find("loadBalancingPolicy"); it != j.end()) {
     if (!it->is_string()) return Error("loadBalancingPolicy", "must be a string");
     std::string name = it->get<std::string>();
     for (char& ch : name) ch = static_cast<char>(std::tolower(ch));  // "ROUND_ROBIN"
-    absl::StatusOr<LbPolicy> p = LbPolicyNamed(name);
-    if (!p.ok()) return Error("loadBalancingPolicy", std::string(p.status().message()));
-    out.lb_policy = *p;
+    absl::StatusOr<std::shared_ptr<const LbConfig>> c = LbConfigNamed(name);
+    if (!c.ok()) return Error("loadBalancingPolicy", std::string(c.status().message()));
+    out.lb_config = *std::move(c);
   }
   return absl::OkStatus();
 }
@@ -278,15 +266,11 @@ absl::Status ReadMethodConfigs(const json& j, const ServiceConfigOptions& option
 
 }  // namespace
 
-absl::StatusOr<LbPolicy> LbPolicyNamed(const std::string& name) {
-  if (name == "pick_first") return LbPolicy::kPickFirst;
-  if (name == "round_robin") return LbPolicy::kRoundRobin;
-  if (name == "least_request_experimental" || name == "least_request") {
-    return LbPolicy::kLeastRequest;
-  }
+absl::StatusOr<std::shared_ptr<const LbConfig>> LbConfigNamed(const std::string& name) {
+  if (std::shared_ptr<const LbPolicyFactory> f = FindLbPolicy(name)) return f->ParseConfig("{}");
   return absl::InvalidArgumentError(
       absl::StrCat("unknown load balancing policy \"", name,
-                   "\" (ringrpc has pick_first, round_robin and least_request_experimental)"));
+                   "\" (registered: ", absl::StrJoin(LbPolicyNames(), ", "), ")"));
 }
 
 std::optional<Duration> ParseJsonDuration(std::string_view text) {

@@ -19,10 +19,9 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "ringrpc/base/time.h"
+#include "ringrpc/client/lb/lb_policy.h"
 
 namespace ringrpc::channel {
-
-enum class LbPolicy { kPickFirst, kRoundRobin, kLeastRequest };
 
 // gRFC A6's retryPolicy.
 struct RetryPolicy {
@@ -67,9 +66,9 @@ struct MethodConfig {
 };
 
 struct ServiceConfig {
-  std::optional<LbPolicy> lb_policy;
-  // least_request's choiceCount (gRFC A48): 2 .. 10, default 2.
-  std::optional<int> choice_count;
+  // loadBalancingConfig's first registered policy (ringrpc/client/lb),
+  // else loadBalancingPolicy's; null: the config names none.
+  std::shared_ptr<const LbConfig> lb_config;
   std::optional<RetryThrottling> retry_throttling;  // never set with retries off
   // healthCheckConfig.serviceName (gRFC A17): set, health checking is on
   // (under round_robin and least_request; "" checks the whole server).
@@ -95,9 +94,9 @@ struct ServiceConfigOptions {
 absl::StatusOr<ServiceConfig> ParseServiceConfig(std::string_view json,
                                                  const ServiceConfigOptions& options = {});
 
-// pick_first, round_robin, least_request_experimental (or least_request);
-// INVALID_ARGUMENT naming the policies otherwise.
-absl::StatusOr<LbPolicy> LbPolicyNamed(const std::string& name);
+// The registered policy `name` with its default config ("{}");
+// INVALID_ARGUMENT naming the registered policies otherwise.
+absl::StatusOr<std::shared_ptr<const LbConfig>> LbConfigNamed(const std::string& name);
 
 // gRPC's JSON duration ("1.5s", up to nine fractional digits), >= 0.
 std::optional<Duration> ParseJsonDuration(std::string_view text);

@@ -27,7 +27,8 @@ TEST(ServiceConfig, MethodEntriesMatchMethodThenServiceThenDefault) {
     "someFutureField": {"ignored": true}
   })");
   ASSERT_TRUE(sc.ok()) << sc.status();
-  EXPECT_EQ(sc->lb_policy, LbPolicy::kRoundRobin);  // the first one it knows
+  ASSERT_NE(sc->lb_config, nullptr);
+  EXPECT_EQ(sc->lb_config->name(), "round_robin");  // the first one registered
   const MethodConfig* slow = sc->Find("/pkg.S/Slow");
   ASSERT_NE(slow, nullptr);
   EXPECT_EQ(slow->timeout, milliseconds(2500));
@@ -48,16 +49,16 @@ TEST(ServiceConfig, LeastRequestWithItsChoiceCount) {
   absl::StatusOr<ServiceConfig> sc = ParseServiceConfig(
       R"({"loadBalancingConfig": [{"least_request_experimental": {"choiceCount": 3}}]})");
   ASSERT_TRUE(sc.ok()) << sc.status();
-  EXPECT_EQ(sc->lb_policy, LbPolicy::kLeastRequest);
-  EXPECT_EQ(sc->choice_count, 3);
+  EXPECT_EQ(sc->lb_config->name(), "least_request_experimental");
+  EXPECT_EQ(sc->lb_config->ToJson(), R"({"choiceCount":3})");
   sc = ParseServiceConfig(R"({"loadBalancingConfig": [{"least_request": {"choiceCount": 50}}]})");
   ASSERT_TRUE(sc.ok()) << sc.status();
-  EXPECT_EQ(sc->choice_count, 10);  // capped, as gRFC A48 says
+  EXPECT_EQ(sc->lb_config->ToJson(), R"({"choiceCount":10})");  // capped, as gRFC A48 says
   sc = ParseServiceConfig(
       R"({"loadBalancingConfig": [{"least_request_experimental": {"choiceCount": 1}}]})");
   ASSERT_FALSE(sc.ok());
   EXPECT_THAT(std::string(sc.status().message()),
-              HasSubstr("loadBalancingConfig[0].least_request_experimental.choiceCount"));
+              HasSubstr("loadBalancingConfig[0]: least_request_experimental.choiceCount"));
 }
 
 TEST(ServiceConfig, HealthCheckConfigNamesTheServiceToCheck) {
@@ -80,7 +81,7 @@ TEST(ServiceConfig, NoDefaultEntryMeansNoConfigForOtherMethods) {
   ASSERT_TRUE(sc.ok()) << sc.status();
   EXPECT_NE(sc->Find("/a.B/C"), nullptr);
   EXPECT_EQ(sc->Find("/a.Bx/C"), nullptr);
-  EXPECT_FALSE(sc->lb_policy.has_value());
+  EXPECT_EQ(sc->lb_config, nullptr);
 }
 
 TEST(ServiceConfig, ProblemsAreNamedByTheirJsonPath) {
@@ -141,7 +142,8 @@ TEST(ServiceConfig, ProblemsAreNamedByTheirJsonPath) {
        "healthCheckConfig.serviceName: must be a string"},
       {R"({"healthCheckConfig": []})", "healthCheckConfig: must be an object"},
       {R"({"loadBalancingConfig": [{"grpclb": {}}]})",
-       "loadBalancingConfig: no policy in it that ringrpc knows"},
+       "loadBalancingConfig: none of its policies is registered (registered: least_request, "
+       "least_request_experimental, pick_first, round_robin)"},
       {R"({"loadBalancingPolicy": "weighted"})",
        "loadBalancingPolicy: unknown load balancing policy \"weighted\""},
   };

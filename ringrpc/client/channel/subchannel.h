@@ -173,10 +173,10 @@ struct Subchannel {
   SubchannelPool pool;
   std::shared_ptr<EventHub> events;
   int attachments = 0;  // guarded by the registry's mutex
-  // least_request with ringrpc.least_request_scope=channel: calls
-  // outstanding on this address from every thread (and every channel that
-  // shares the subchannel). One shared atomic, touched twice per call.
-  std::atomic<uint32_t> outstanding{0};
+  // LbAddressList::shared_count: the LB policy's counter for this address,
+  // seen by every thread (and every channel that shares the subchannel);
+  // least_request at channel scope counts calls in flight in it.
+  std::atomic<uint32_t> lb_count{0};
   // Client-side health checking (null: off for this subchannel).
   std::shared_ptr<HealthWatch> health;
 

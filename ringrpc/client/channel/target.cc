@@ -151,8 +151,10 @@ absl::StatusOr<Target> ParseTarget(std::string_view target) {
     return t;
   }
   if (size_t scheme = target.find("://"); scheme != std::string_view::npos) {
-    return Bad(target, absl::StrCat("unknown scheme \"", Printable(target.substr(0, scheme)),
-                                    "\" (ringrpc knows dns, ipv4, ipv6, unix, unix-abstract)"));
+    return Bad(target,
+               absl::StrCat("unknown scheme \"", Printable(target.substr(0, scheme)),
+                            "\" (ringrpc knows dns, ipv4, ipv6, unix, unix-abstract and xds; a "
+                            "program adds its own with RegisterResolverFactory)"));
   }
   return HostPort(target, target);
 }

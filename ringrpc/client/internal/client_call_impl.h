@@ -72,9 +72,9 @@ struct ClientCall::Impl final : transport::Call::EndObserver {
     call->Cancel();
   }
 
-  // least_request counted this call on `sc` from CQ thread `thread`.
-  bool outstanding_counted = false;
-  size_t thread = 0;
+  // The LB policy's tracker for this call on `sc`, started (null: the
+  // policy follows no calls); finished when the call is destroyed.
+  std::unique_ptr<LbCallTracker> lb_tracker;
 
   // A stream that may still be sent again (gRFC A6: a retryPolicy, or the
   // transparent retry of a stream the server never saw); null for unary
@@ -156,7 +156,7 @@ struct ClientCall::Impl final : transport::Call::EndObserver {
       RecordCallEnd(call->finished() ? static_cast<StatusCode>(call->status()->code())
                                      : StatusCode::CANCELLED);
     }
-    if (outstanding_counted) channel->CallEnded(thread, sc.get());
+    if (lb_tracker != nullptr) lb_tracker->Finish();
     if (cancel_state != nullptr) {
       MutexLock lock(&cancel_state->mu);
       // Only our own registration: a reused context may already carry the

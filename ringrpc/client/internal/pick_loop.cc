@@ -104,7 +104,7 @@ Step PickAndTryLease(Attempt& a) {
   }
   // The loop's time, as the backoff check below uses: the two agree.
   a.group = std::string(a.st.Failover(a.index, route->group, a.loop.Now()));
-  a.sc = a.st.Pick(a.index, a.group);
+  a.sc = a.st.Pick(a.index, a.group, &a.tracker);
   if (a.sc == nullptr) return Step::kNoAddress;
   // The warm path: a connection this thread has, with a free stream. No
   // await, no timer.

@@ -87,6 +87,7 @@ struct Attempt {
   int number = 0;
   absl::Status last;  // the latest failure, for the message of the final one
   std::shared_ptr<Subchannel> sc;
+  std::unique_ptr<LbCallTracker> tracker;  // the policy's for this pick (null: none)
   std::optional<SubchannelLease> lease;
   Status failure;         // with Step::kFail
   bool resolved = false;  // this round's pick saw a resolver answer

@@ -12,6 +12,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "ringrpc/base/mutex.h"
+#include "ringrpc/client/lb/builtin.h"
 #include "ringrpc/client/xds/xds_client.h"
 #include "ringrpc/client/xds/xds_router.h"
 #include "ringrpc/client/xds/xds_target.h"
@@ -355,12 +356,11 @@ class XdsResolverImpl final : public Resolver,
         }
       }
     }
-    result.service_config =
-        least_request
-            ? absl::StrCat(
-                  R"({"loadBalancingConfig": [{"least_request_experimental": {"choiceCount": )",
-                  choices, "}}]}")
-            : R"({"loadBalancingConfig": [{"round_robin": {}}]})";
+    // An empty service config (the channel's default does not apply to an
+    // xDS target) and the clusters' policy, typed.
+    result.service_config = "{}";
+    result.lb_config =
+        least_request ? lb::LeastRequestConfig(static_cast<int>(choices)) : lb::RoundRobinConfig();
     result.router = std::make_shared<XdsRouter>(routes_->config, routes_->routes, std::move(failed),
                                                 std::move(localities), listener_max_duration_ms_);
     published_ = true;
@@ -441,7 +441,7 @@ absl::StatusOr<std::shared_ptr<Resolver>> MakeXdsResolver(const std::string& tar
 namespace {
 // Linking this file makes "xds:" targets work.
 const bool kRegistered = [] {
-  RegisterResolverFactory("xds", [](const std::string& target) { return MakeXdsResolver(target); });
+  RegisterResolverFactory("xds", [](const ResolverArgs& a) { return MakeXdsResolver(a.target); });
   return true;
 }();
 }  // namespace
