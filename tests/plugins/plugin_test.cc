@@ -117,8 +117,8 @@ class Plugins : public ::testing::Test {
   static void SetUpTestSuite() {
     ringrpc::RegisterLbPolicy(std::make_shared<LastReadyFactory>());
     ringrpc::RegisterResolverFactory(
-        "testlist", [](const ringrpc::ResolverArgs& a)
-                        -> absl::StatusOr<std::shared_ptr<ringrpc::Resolver>> {
+        "testlist",
+        [](const ringrpc::ResolverArgs& a) -> absl::StatusOr<std::shared_ptr<ringrpc::Resolver>> {
           Filed& f = TheFiled();
           std::lock_guard<std::mutex> lock(f.mu);
           ringrpc::ResolverArgs copy = a;
@@ -135,7 +135,8 @@ class Plugins : public ::testing::Test {
 
   void SetUp() override {
     for (auto* b : {&first_, &second_}) {
-      auto s = ringrpc::testing::ServerProcess::Start("127.0.0.1:0", "tests/server/test_server", {});
+      auto s =
+          ringrpc::testing::ServerProcess::Start("127.0.0.1:0", "tests/server/test_server", {});
       ASSERT_TRUE(s.ok()) << s.status();
       *b = std::move(*s);
     }
@@ -172,9 +173,9 @@ TEST_F(Plugins, AServiceConfigNamesAPolicyTheProgramRegistered) {
   ringrpc::ChannelArguments args;
   // An unknown policy first: the first registered one is taken (gRPC's rule).
   args.SetServiceConfigJSON(R"({"loadBalancingConfig": [{"no_such": {}}, {"last_ready": {}}]})");
-  auto channel = ringrpc::CreateCustomChannel(
-      "ipv4:" + first_->address() + "," + second_->address(), ringrpc::InsecureChannelCredentials(),
-      args);
+  auto channel =
+      ringrpc::CreateCustomChannel("ipv4:" + first_->address() + "," + second_->address(),
+                                   ringrpc::InsecureChannelCredentials(), args);
   ASSERT_TRUE(channel->configuration_status().ok())
       << channel->configuration_status().error_message();
   Counts& c = TheCounts();
@@ -196,15 +197,15 @@ TEST_F(Plugins, AServiceConfigNamesAPolicyTheProgramRegistered) {
 TEST_F(Plugins, ThePolicysConfigErrorIsTheChannelsError) {
   ringrpc::ChannelArguments args;
   args.SetServiceConfigJSON(R"({"loadBalancingConfig": [{"last_ready": {"weight": 2}}]})");
-  auto channel = ringrpc::CreateCustomChannel(first_->address(),
-                                              ringrpc::InsecureChannelCredentials(), args);
+  auto channel =
+      ringrpc::CreateCustomChannel(first_->address(), ringrpc::InsecureChannelCredentials(), args);
   EXPECT_EQ(channel->configuration_status().error_message(),
             "grpc.service_config: loadBalancingConfig[0]: last_ready takes no settings, got "
             "{\"weight\":2}");
   args = ringrpc::ChannelArguments();
   args.SetLoadBalancingPolicyName("no_such");
-  channel = ringrpc::CreateCustomChannel(first_->address(), ringrpc::InsecureChannelCredentials(),
-                                         args);
+  channel =
+      ringrpc::CreateCustomChannel(first_->address(), ringrpc::InsecureChannelCredentials(), args);
   EXPECT_EQ(channel->configuration_status().error_message(),
             "channel argument grpc.lb_policy_name: unknown load balancing policy \"no_such\" "
             "(registered: last_ready, least_request, least_request_experimental, pick_first, "
@@ -249,8 +250,7 @@ TEST_F(Plugins, ARegisteredSchemesResolverErrorFailsCallsWithIt) {
 }
 
 TEST_F(Plugins, AnUnregisteredSchemeIsRefusedNamingIt) {
-  auto channel =
-      ringrpc::CreateChannel("nosuch:///x", ringrpc::InsecureChannelCredentials());
+  auto channel = ringrpc::CreateChannel("nosuch:///x", ringrpc::InsecureChannelCredentials());
   const std::string error = channel->configuration_status().error_message();
   EXPECT_NE(error.find("unknown scheme \"nosuch\""), std::string::npos) << error;
   EXPECT_NE(error.find("RegisterResolverFactory"), std::string::npos) << error;

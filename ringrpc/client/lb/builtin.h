@@ -73,8 +73,7 @@ class PlainFactory final : public LbPolicyFactory {
  public:
   explicit PlainFactory(std::shared_ptr<const LbConfig> config) : config_(std::move(config)) {}
   std::string_view name() const override { return config_->name(); }
-  absl::StatusOr<std::shared_ptr<const LbConfig>> ParseConfig(
-      std::string_view json) const override;
+  absl::StatusOr<std::shared_ptr<const LbConfig>> ParseConfig(std::string_view json) const override;
 
  private:
   const std::shared_ptr<const LbConfig> config_;

@@ -79,7 +79,7 @@ class LbCallTracker {
 };
 
 struct LbPick {
-  size_t index = 0;  // into the LbAddressList
+  size_t index = 0;                        // into the LbAddressList
   std::unique_ptr<LbCallTracker> tracker;  // null: the policy follows no calls
 };
 
@@ -143,7 +143,8 @@ class LbPolicyFactory {
   // when it is named by grpc.lb_policy_name or loadBalancingPolicy). An
   // error is INVALID_ARGUMENT naming the field; the service config is then
   // invalid as a whole (gRFC A21: the last valid one stays).
-  virtual absl::StatusOr<std::shared_ptr<const LbConfig>> ParseConfig(std::string_view json) const = 0;
+  virtual absl::StatusOr<std::shared_ptr<const LbConfig>> ParseConfig(
+      std::string_view json) const = 0;
 };
 
 // Makes `factory` findable under its name (replacing one of the same

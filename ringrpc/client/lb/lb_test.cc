@@ -155,7 +155,8 @@ TEST(LeastRequest, ChannelScopeCountsInTheSharedCounter) {
 
 TEST(LbRegistry, HasRingrpcsPoliciesAndParsesTheirConfigs) {
   std::vector<std::string> names = LbPolicyNames();
-  for (const char* n : {"least_request", "least_request_experimental", "pick_first", "round_robin"}) {
+  for (const char* n :
+       {"least_request", "least_request_experimental", "pick_first", "round_robin"}) {
     EXPECT_NE(std::find(names.begin(), names.end(), n), names.end()) << n;
   }
   auto lr = FindLbPolicy("least_request_experimental");
@@ -173,7 +174,9 @@ TEST(LbRegistry, HasRingrpcsPoliciesAndParsesTheirConfigs) {
 
 class AlwaysLast final : public LbPicker {
  public:
-  std::optional<LbPick> Pick(const LbAddressList& a) override { return LbPick{.index = a.size() - 1}; }
+  std::optional<LbPick> Pick(const LbAddressList& a) override {
+    return LbPick{.index = a.size() - 1};
+  }
 };
 
 TEST(LbRegistry, ARegisteredPolicyIsFoundAndReplacesOneOfItsName) {

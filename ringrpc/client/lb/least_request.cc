@@ -122,7 +122,9 @@ class LeastRequestConfigImpl final : public LbConfig {
  public:
   explicit LeastRequestConfigImpl(int choice_count) : choice_count_(choice_count) {}
   std::string_view name() const override { return kName; }
-  std::string ToJson() const override { return absl::StrCat(R"({"choiceCount":)", choice_count_, "}"); }
+  std::string ToJson() const override {
+    return absl::StrCat(R"({"choiceCount":)", choice_count_, "}");
+  }
   std::shared_ptr<LbBalancer> NewBalancer(const LbBalancerArgs& args) const override {
     // ringrpc.least_request_scope: "thread" (default) or "channel"
     // (validated with the channel's other arguments).
@@ -134,8 +136,8 @@ class LeastRequestConfigImpl final : public LbConfig {
         channel_wide = v != nullptr && *v == "channel";
       }
     }
-    return std::make_shared<LeastRequestBalancer>(choice_count_, std::max<size_t>(args.cq_threads, 1),
-                                                  channel_wide);
+    return std::make_shared<LeastRequestBalancer>(
+        choice_count_, std::max<size_t>(args.cq_threads, 1), channel_wide);
   }
 
  private:
