@@ -14,6 +14,7 @@ set(RINGRPC_SOURCES
   ringrpc/client/channel/builtin_resolvers.cc
   ringrpc/client/channel/call_metrics_table.cc
   ringrpc/client/channel/channel_config.cc
+  ringrpc/client/channel/channel_pick.cc
   ringrpc/client/channel/channel_state.cc
   ringrpc/client/channel/connectivity_state.cc
   ringrpc/client/channel/dns_resolver.cc
