@@ -175,7 +175,8 @@ Started StartOnLease(Attempt& a, const StreamSettings& s, SubchannelLease& lease
        .previous_attempts = s.previous_attempts});
   if (call.ok()) return Started::kStarted;
   a.last = call.status();
-  if (call.status().code() == absl::StatusCode::kUnavailable && a.number < kMaxStartRetries) {
+  if (call.status().code() == absl::StatusCode::kUnavailable &&
+      a.start_retries++ < kMaxStartRetries) {
     leased.Poison();  // closed or draining: never lease it again
     return Started::kAgain;
   }
@@ -185,7 +186,7 @@ Started StartOnLease(Attempt& a, const StreamSettings& s, SubchannelLease& lease
   // connection, a new one, or a wait for a free stream).
   if (call.status().code() == absl::StatusCode::kResourceExhausted &&
       (*leased)->active_calls() >= (*leased)->max_concurrent_streams() &&
-      a.number < kMaxStartRetries) {
+      a.start_retries++ < kMaxStartRetries) {
     leased = SubchannelLease();
     return Started::kAgain;
   }
@@ -291,7 +292,7 @@ Task<std::unique_ptr<ClientCall>> CallOpener::Open(std::shared_ptr<channel::Chan
       .previous_attempts = plan != nullptr ? plan->previous_attempts : 0};
   a.method = method;
   a.metadata = &md;
-  for (;; ++a.number) {
+  for (;;) {
     Step step = PickAndTryLease(a);
     if (step == Step::kNoAddress || step == Step::kNoLease) step = co_await FinishPick(a, step);
     if (step == Step::kAgain) continue;

@@ -9,6 +9,23 @@ bool AnotherUsable(size_t n, size_t except, StateOf state_of) {
   return false;
 }
 
+NoPickCounts CountNoPick(size_t n, absl::FunctionRef<AddressReading(size_t)> reading_of) {
+  NoPickCounts c;
+  for (size_t i = 0; i < n; ++i) {
+    const AddressReading r = reading_of(i);
+    if (r.state == ConnectivityState::kTransientFailure) {
+      ++c.unreachable;
+    } else if (r.health == HealthReading::kUnchecked || r.health == HealthReading::kServing) {
+      ++c.usable;
+    } else if (r.health == HealthReading::kUnknown) {
+      ++c.waiting;
+    } else {
+      ++c.not_serving;
+    }
+  }
+  return c;
+}
+
 ConnectivityState AggregateState(size_t n, StateOf state_of, bool resolved_once) {
   if (n == 0) {
     // Before the resolver's first answer the channel is starting, not

@@ -1,7 +1,7 @@
 // ringrpc/client/channel/address_states.h — what the channel concludes from
 // its addresses' connectivity states alone (no sockets, no threads, no
 // clock): whether a call that met a failing address has another to try,
-// and the channel's own state. Which address a call goes to is the LB
+// why a pick found nothing, and the channel's own state. Which address a call goes to is the LB
 // policy's (ringrpc/client/lb).
 //
 // Threading: pure functions.
@@ -24,6 +24,27 @@ using StateOf = absl::FunctionRef<ConnectivityState(size_t)>;
 // Some address of the `n` other than `except` is not in TRANSIENT_FAILURE
 // (a pick that met a failing address may try again).
 bool AnotherUsable(size_t n, size_t except, StateOf state_of);
+
+// One address as a pick that found nothing reads it: its connection
+// state and what its health check (gRFC A17) last heard.
+enum class HealthReading { kUnchecked, kUnknown, kServing, kNotServing };
+struct AddressReading {
+  ConnectivityState state = ConnectivityState::kIdle;
+  HealthReading health = HealthReading::kUnchecked;
+};
+// The addresses of a pick that found nothing, each counted once:
+// unreachable (TRANSIENT_FAILURE, whatever its health), else usable (no
+// health check, or SERVING), waiting (no health answer yet), not_serving.
+struct NoPickCounts {
+  enum Kind {
+    kUsable,         // one may take the call now: pick again
+    kHealthPending,  // none may, one waits for its first answer: wait
+    kNone,           // none may: fail (or wait_for_ready)
+  };
+  int usable = 0, waiting = 0, not_serving = 0, unreachable = 0;
+  Kind kind() const { return usable > 0 ? kUsable : waiting > 0 ? kHealthPending : kNone; }
+};
+NoPickCounts CountNoPick(size_t n, absl::FunctionRef<AddressReading(size_t)> reading_of);
 
 // The channel's state from its addresses' (gRPC's aggregation): READY if
 // any is, else CONNECTING if any is, else IDLE if any is, else

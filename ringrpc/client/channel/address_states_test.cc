@@ -22,6 +22,30 @@ TEST(AnotherUsable, LooksAtEveryAddressButTheOneGiven) {
   EXPECT_FALSE(AnotherUsable(0, 0, of));
 }
 
+TEST(CountNoPick, CountsEachAddressOnceAndNamesWhatTheCallDoes) {
+  using H = HealthReading;
+  auto count = [](std::vector<AddressReading> r) {
+    return CountNoPick(r.size(), [&](size_t i) { return r[i]; });
+  };
+  // A health answer that came after the pick looked (UNKNOWN, then
+  // SERVING) reads usable: the call picks again rather than failing.
+  NoPickCounts c = count({{C, H::kServing}, {F, H::kServing}, {R, H::kNotServing}});
+  EXPECT_EQ(c.usable, 1);
+  EXPECT_EQ(c.unreachable, 1);
+  EXPECT_EQ(c.not_serving, 1);
+  EXPECT_EQ(c.kind(), NoPickCounts::kUsable);
+  EXPECT_EQ(count({{R, H::kUnchecked}}).kind(), NoPickCounts::kUsable);
+  // Waiting for a first answer: the call waits, even beside a NOT_SERVING.
+  c = count({{C, H::kUnknown}, {R, H::kNotServing}});
+  EXPECT_EQ(c.waiting, 1);
+  EXPECT_EQ(c.kind(), NoPickCounts::kHealthPending);
+  // An unreachable address's stale answer counts for nothing.
+  c = count({{F, H::kUnknown}, {F, H::kServing}, {R, H::kNotServing}});
+  EXPECT_EQ(c.unreachable, 2);
+  EXPECT_EQ(c.kind(), NoPickCounts::kNone);
+  EXPECT_EQ(count({}).kind(), NoPickCounts::kNone);
+}
+
 TEST(AggregateState, FollowsGrpcsOrderReadyConnectingIdleFailure) {
   auto agg = [](std::vector<ConnectivityState> s) {
     return AggregateState(

@@ -131,38 +131,52 @@ bool ChannelState::AnotherUsable(size_t thread, const std::shared_ptr<Subchannel
   });
 }
 
-bool ChannelState::HealthPending(size_t thread) const {
-  for (const auto& sc : Own(thread).list) {
-    if (sc->PickState() == ConnectivityState::kConnecting && !sc->Healthy()) return true;
-  }
-  return false;
-}
-
-absl::Status ChannelState::NoPickError(size_t thread, std::string_view group) const {
+ChannelState::NoPick ChannelState::WhyNoPick(size_t thread, std::string_view group) const {
   const std::vector<std::shared_ptr<Subchannel>>& list = ListFor(Own(thread), group);
   if (list.empty() && !group.empty()) {
-    return absl::UnavailableError(
-        absl::StrCat("no address to call: the resolver routed the call to \"", std::string(group),
-                     "\", which has no addresses"));
+    return {.error = absl::UnavailableError(
+                absl::StrCat("no address to call: the resolver routed the call to \"",
+                             std::string(group), "\", which has no addresses"))};
   }
-  const bool checked =
-      std::any_of(list.begin(), list.end(), [](const auto& sc) { return sc->health != nullptr; });
-  if (!checked) return NoAddressError();
-  int not_serving = 0, waiting = 0, unreachable = 0;
-  for (const auto& sc : list) {
-    if (sc->record->state() == ConnectivityState::kTransientFailure) {
-      ++unreachable;
-    } else if (sc->health != nullptr && sc->health->state() == Health::kUnknown) {
-      ++waiting;
-    } else {
-      ++not_serving;
+  if (list.empty()) return {.error = NoAddressError()};
+  // Each address's states read once: the counts, the kind and the message
+  // agree.
+  const HealthWatch* checked = nullptr;
+  const NoPickCounts c = CountNoPick(list.size(), [&](size_t k) {
+    const Subchannel& sc = *list[k];
+    AddressReading r{.state = sc.record->state()};
+    if (sc.health == nullptr) return r;
+    if (checked == nullptr) checked = sc.health.get();
+    switch (sc.health->state()) {
+      case Health::kUnknown:
+        r.health = HealthReading::kUnknown;
+        break;
+      case Health::kServing:
+        r.health = HealthReading::kServing;
+        break;
+      case Health::kNotServing:
+        r.health = HealthReading::kNotServing;
+        break;
     }
+    return r;
+  });
+  NoPick why{.kind = c.kind()};
+  if (c.usable > 0) {
+    const std::string policy =
+        active().lb_config != nullptr ? std::string(active().lb_config->name()) : std::string();
+    why.error = absl::UnavailableError(
+        absl::StrCat("no address to call: the load-balancing policy \"", policy,
+                     "\" chose none of ", list.size(), " addresses (", c.usable, " usable)"));
+  } else if (checked == nullptr) {
+    why.error = NoAddressError();
+  } else {
+    why.error = absl::UnavailableError(
+        absl::StrCat("no healthy address to call: the health check of service \"",
+                     checked->service(), "\" (healthCheckConfig, gRFC A17) has ", c.not_serving,
+                     " of ", list.size(), " addresses not SERVING, ", c.waiting,
+                     " not answered yet, ", c.unreachable, " unreachable"));
   }
-  return absl::UnavailableError(absl::StrCat(
-      "no healthy address to call: the health check of service \"",
-      list.front()->health != nullptr ? list.front()->health->service() : std::string(),
-      "\" (healthCheckConfig, gRFC A17) has ", not_serving, " of ", list.size(),
-      " addresses not SERVING, ", waiting, " not answered yet, ", unreachable, " unreachable"));
+  return why;
 }
 
 }  // namespace ringrpc::channel

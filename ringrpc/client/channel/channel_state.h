@@ -18,7 +18,7 @@
 // before Start() and read-only afterwards. `mu_` guards the address list
 // and what goes with it; the atomics are read without it; per_thread_[i]
 // is touched only by CQ thread i (Route, Failover, Pick, AnotherUsable,
-// NoPickError, HealthPending: debug builds abort when another thread
+// WhyNoPick: debug builds abort when another thread
 // calls them with i). Everything else may be called
 // from any thread.
 //
@@ -180,12 +180,19 @@ class ChannelState : public std::enable_shared_from_this<ChannelState> {
                      std::string_view group = {}) const;
   // UNAVAILABLE naming why there is no address (the resolver's error).
   absl::Status NoAddressError() const;
-  // CQ thread `thread` only, after Pick found nothing: UNAVAILABLE naming
-  // why (no address, or none healthy).
-  absl::Status NoPickError(size_t thread, std::string_view group = {}) const;
-  // CQ thread `thread` only: some address of its list waits for its first
-  // health check answer (A17's CONNECTING: calls wait rather than fail).
-  bool HealthPending(size_t thread) const;
+  // Why Pick found nothing, from one reading of each address of the list
+  // (of `group`): kUsable, one is usable now (a health check answered
+  // since the pick, or the policy chose none); kHealthPending, none is,
+  // but one waits for its first health answer (A17's CONNECTING: calls
+  // wait rather than fail); kNone, none is. `error`: UNAVAILABLE naming
+  // why (no address, or none healthy), for the call that fails on it.
+  struct NoPick {
+    using Kind = NoPickCounts::Kind;
+    Kind kind = NoPickCounts::kNone;
+    absl::Status error;
+  };
+  // CQ thread `thread` only.
+  NoPick WhyNoPick(size_t thread, std::string_view group = {}) const;
   // The channel's connectivity state from its addresses' records.
   ConnectivityState Aggregate() const;
   // The current subchannels (a copy).

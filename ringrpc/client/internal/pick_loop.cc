@@ -73,7 +73,10 @@ Task<Step> OnLeaseFailed(Attempt& a, absl::Status error) {
   a.st.RequestReresolution();
   // The address just failed (its record is now TRANSIENT_FAILURE): like
   // gRPC's pickers, try another address before failing the call.
-  if (a.number < kMaxRepicks && a.st.AnotherUsable(a.index, a.sc, a.group)) co_return Step::kAgain;
+  if (a.repicks < kMaxRepicks && a.st.AnotherUsable(a.index, a.sc, a.group)) {
+    ++a.repicks;
+    co_return Step::kAgain;
+  }
   if (!a.wait_for_ready || a.last.code() == absl::StatusCode::kFailedPrecondition) {
     co_return Fail(a, Status(StatusCode::UNAVAILABLE, std::string(a.last.message())));
   }
@@ -116,19 +119,24 @@ Step PickAndTryLease(Attempt& a) {
 
 Task<Step> FinishPick(Attempt& a, Step step) {
   if (step == Step::kNoAddress) {
-    a.last = a.st.NoPickError(a.index, a.group);
+    // One reading of the group's addresses decides, and names the error:
+    // a health answer can come at any time (UNKNOWN, then SERVING), so a
+    // decision from two readings could fail the call with a message the
+    // first one made.
+    const ChannelState::NoPick why = a.st.WhyNoPick(a.index, a.group);
+    a.last = why.error;
+    // An address became usable after the pick looked: pick again at once
+    // (bounded: a policy that keeps choosing none ends as below).
+    if (why.kind == channel::NoPickCounts::kUsable && a.repicks < kMaxRepicks) {
+      ++a.repicks;
+      co_return Step::kAgain;
+    }
     // Before the resolver's first answer, or a health check's, every call
     // waits (the channel is not failing, just starting); after a resolver
     // error, or with every address unhealthy, only wait_for_ready calls do.
-    const bool health_pending = a.st.HealthPending(a.index);
-    if (!a.wait_for_ready && a.resolved && !health_pending) {
-      // A health answer may have come between the pick and the check
-      // (UNKNOWN, then SERVING): pick again before failing.
-      if (a.number < kMaxRepicks && a.st.Pick(a.index, a.group) != nullptr) {
-        co_return Step::kAgain;
-      }
+    const bool health_pending = why.kind == channel::NoPickCounts::kHealthPending;
+    if (!a.wait_for_ready && a.resolved && !health_pending)
       co_return Fail(a, Status::FromAbsl(a.last));
-    }
     const Duration poll = health_pending ? kHealthPoll : kNoAddressPoll;
     co_await SleepUntil(a.loop, WakeBy(a, a.loop.Now() + poll));
     co_return Step::kAgain;
@@ -140,7 +148,8 @@ Task<Step> FinishPick(Attempt& a, Step step) {
     // Picked while another thread's dial was failing: another address
     // that is READY or connecting takes the call (a fail-fast call fails
     // only when there is none).
-    if (a.number < kMaxRepicks && a.st.AnotherUsable(a.index, a.sc, a.group)) {
+    if (a.repicks < kMaxRepicks && a.st.AnotherUsable(a.index, a.sc, a.group)) {
+      ++a.repicks;
       co_return Step::kAgain;
     }
     if (!a.wait_for_ready) co_return Fail(a, Status::FromAbsl(backoff));
@@ -160,7 +169,7 @@ Task<Step> FinishPick(Attempt& a, Step step) {
   }
   if (!waited) co_return Step::kAgain;  // the deadline or cancel check reports it
   absl::StatusOr<SubchannelLease> lease = std::move(*waited);
-  if (!lease.ok() && a.sc->pool.closed() && a.number < kMaxClosedPoolRepicks) {
+  if (!lease.ok() && a.sc->pool.closed() && a.closed_pool_repicks++ < kMaxClosedPoolRepicks) {
     // A resolver update dropped this address after the pick (the fault
     // suite's flapping test): pick again once this thread has the new list.
     co_await SleepUntil(a.loop, WakeBy(a, a.loop.Now() + kClosedPoolRepickDelay));

@@ -84,8 +84,12 @@ struct Attempt {
   std::string_view method;
   const transport::Metadata* metadata = nullptr;
   std::string group;  // the route's answer for this round ("": the whole list)
-  int number = 0;
-  absl::Status last;  // the latest failure, for the message of the final one
+  // Each bound counts its own event, not the call's rounds (a call that
+  // waited out many health or backoff polls still gets its full share).
+  int repicks = 0;              // kMaxRepicks: picks again at once
+  int start_retries = 0;        // kMaxStartRetries
+  int closed_pool_repicks = 0;  // kMaxClosedPoolRepicks
+  absl::Status last;            // the latest failure, for the message of the final one
   std::shared_ptr<Subchannel> sc;
   std::unique_ptr<LbCallTracker> tracker;  // the policy's for this pick (null: none)
   std::optional<SubchannelLease> lease;
