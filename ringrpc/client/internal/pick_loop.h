@@ -34,8 +34,9 @@ namespace ringrpc::internal {
 
 using std::chrono::milliseconds;
 
-// How many times one call may pick another address after the picked one
-// failed or was backing off, before it reports the failure: enough to walk
+// How many times one call may pick again at once (another address after
+// the picked one failed or was backing off, or after a pick that found
+// nothing raced a health answer), before it reports the failure: enough to walk
 // a typical address list once or twice, few enough that a call facing a
 // dead cluster fails in microseconds, not after a scan of every address.
 constexpr int kMaxRepicks = 8;
