@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs every test: the whole suite in the default configuration (optimised,
-# debug info), again under ASAN+UBSAN, the concurrent tests (tag "tsan")
+# line tables), again under ASAN+UBSAN, the concurrent tests (tag "tsan")
 # under ThreadSanitizer, the channel, fault and race suites on the epoll
 # loop, the xDS scenarios with grpc-js-xds as the client
 # (tests/xds/reference), the layer check (docs/architecture.md's map against

@@ -13,12 +13,15 @@ mkdir -p "$work"
 jobs=$(nproc)
 
 echo "== ringrpc: configure, build, install into $work/prefix"
-cmake -S "$repo" -B "$work/ringrpc-build" -DCMAKE_INSTALL_PREFIX="$work/prefix" -DRINGRPC_WERROR=ON > "$work/ringrpc-configure.log"
+# Build type None (no -O, no -g): this checks the CMake build, its install
+# and the consumer's use of it, not the code (the Bazel suite does), and
+# compiles in about half the time of the default RelWithDebInfo.
+cmake -S "$repo" -B "$work/ringrpc-build" -DCMAKE_BUILD_TYPE=None -DCMAKE_INSTALL_PREFIX="$work/prefix" -DRINGRPC_WERROR=ON > "$work/ringrpc-configure.log"
 cmake --build "$work/ringrpc-build" -j "$jobs" > "$work/ringrpc-build.log"
 cmake --install "$work/ringrpc-build" > "$work/ringrpc-install.log"
 
 echo "== consumer: configure and build against the installed package"
-cmake -S "$here" -B "$work/consumer-build" -DCMAKE_PREFIX_PATH="$work/prefix" > "$work/consumer-configure.log"
+cmake -S "$here" -B "$work/consumer-build" -DCMAKE_BUILD_TYPE=None -DCMAKE_PREFIX_PATH="$work/prefix" > "$work/consumer-configure.log"
 cmake --build "$work/consumer-build" -j "$jobs" > "$work/consumer-build.log"
 "$work/consumer-build/client"
 "$work/consumer-build/mock_check"
