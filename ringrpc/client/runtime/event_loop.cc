@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "ringrpc/base/fork.h"
 #include "ringrpc/client/runtime/internal/backends.h"
 #include "ringrpc/pool/thread_context.h"
 
@@ -58,7 +59,10 @@ absl::StatusOr<std::unique_ptr<EventLoop>> EventLoop::Create(std::optional<Backe
 
 EventLoop::EventLoop(Backend backend) : backend_(backend), now_(Clock::now()) {}
 
-EventLoop::~EventLoop() = default;
+EventLoop::~EventLoop() {
+  // Only operations whose cancellation the backend waited out in vain.
+  for (IoOp* op : orphans_) AbandonForever(std::unique_ptr<IoOp>(op));
+}
 
 EventLoop* EventLoop::Current() { return current_loop; }
 
@@ -246,6 +250,7 @@ std::unique_ptr<IoOp> EventLoop::NewOp(IoOp::Kind kind, int fd) {
 }
 
 void EventLoop::FreeOp(IoOp* op) {
+  if (op->orphaned) orphans_.erase(op);
   std::unique_ptr<IoOp> owned(op);
   if (free_ops_.size() >= 64) return;  // deleted
   IoOp& o = *owned;
@@ -333,6 +338,7 @@ void EventLoop::Complete(IoOp* op, int res) {
 void EventLoop::Orphan(IoOp* op) {
   SetQuiet(op, false);
   op->orphaned = true;
+  orphans_.insert(op);
   ++stats_.ops_cancelled;
   CancelOp(op);
 }

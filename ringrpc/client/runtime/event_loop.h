@@ -32,6 +32,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -51,7 +52,7 @@ absl::StatusOr<std::optional<Backend>> BackendFromEnv();
 
 // One socket operation in flight. Heap-allocated; owned by its awaitable
 // until the awaitable dies with the operation still in the kernel, then by
-// the loop, which frees it when its completion arrives.
+// the loop (its orphans), which frees it when its completion arrives.
 struct IoOp {
   enum class Kind : uint8_t { kRecv, kSend, kSendMsg, kConnect, kPoll };
   Kind kind = Kind::kRecv;
@@ -278,6 +279,13 @@ class EventLoop : public Runtime {
   size_t in_flight_ = 0;
   size_t quiet_in_flight_ = 0;
   std::vector<std::unique_ptr<IoOp>> free_ops_;
+  // Orphaned operations still in the kernel, owned here: the kernel's ring
+  // is the only other place that names them, and the ring is no memory a
+  // leak checker reads. A process that exits while a CQ thread tears its
+  // loop down (a set whose last owner let go on its own thread after the
+  // exit-time join) would otherwise report each one as leaked. What is left
+  // when the loop is destroyed the kernel may still write: never freed.
+  std::unordered_set<IoOp*> orphans_;
 
   struct TimerKey {
     TimePoint deadline;
