@@ -160,5 +160,10 @@ set(RINGRPC_HEADERS
   ringrpc/pool/thread_context.h
 )
 set(RINGRPC_PLUGIN_SOURCES
+  codegen/generator.h
+  codegen/generator_header.cc
+  codegen/generator_mock.cc
+  codegen/generator_names.cc
+  codegen/generator_source.cc
   codegen/ringrpc_plugin.cc
 )
