@@ -6,12 +6,13 @@
 namespace ringrpc::codegen {
 namespace {
 
-bool Streaming(const MethodDescriptor* md) { return md->client_streaming() || md->server_streaming(); }
+bool Streaming(const MethodDescriptor* md) {
+  return md->client_streaming() || md->server_streaming();
+}
 
 // A blocking stream's Foo returning `type` (the interface's, or the
 // stub's concrete class) over its Raw method.
-void PrintRawEntryPoint(Printer& p, Vars v,
-                               const std::string& type) {
+void PrintRawEntryPoint(Printer& p, Vars v, const std::string& type) {
   v["type"] = type;
   p.Print(v,
           "$dep$std::unique_ptr<$type$> $name$($params$) {\n"
@@ -42,8 +43,7 @@ void PrintCallbackDecls(Printer& p, const MethodDescriptor* md, const std::strin
 
 // AsyncFoo and PrepareAsyncFoo returning `type` (the interface's, or the
 // stub's concrete one) over their Raw methods.
-void PrintAsyncEntryPoints(Printer& p, Vars v,
-                                  const std::string& type) {
+void PrintAsyncEntryPoints(Printer& p, Vars v, const std::string& type) {
   v["type"] = type;
   p.Print(v,
           "$dep$std::unique_ptr<$type$> $async_name$($aparams$$tag_param$) {\n"

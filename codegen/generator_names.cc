@@ -1,7 +1,7 @@
-#include "codegen/generator.h"
-
 #include <cctype>
 #include <set>
+
+#include "codegen/generator.h"
 
 namespace ringrpc::codegen {
 
@@ -101,8 +101,7 @@ BlockingShape BlockingStream(const MethodDescriptor* m) {
             "::ringrpc::ClientContext* context, const " + req + "& request", "context, request"};
   }
   if (m->client_streaming() && !m->server_streaming()) {
-    return {"::ringrpc::ClientWriter<" + req + ">",
-            "::ringrpc::ClientWriterInterface<" + req + ">",
+    return {"::ringrpc::ClientWriter<" + req + ">", "::ringrpc::ClientWriterInterface<" + req + ">",
             "::ringrpc::ClientContext* context, " + resp + "* response", "context, response"};
   }
   return {"::ringrpc::ClientReaderWriter<" + req + ", " + resp + ">",
@@ -153,13 +152,12 @@ void AsyncVars(const MethodDescriptor* m, Vars* v) {
 // Everything a method's code is printed from; for streaming methods also
 // the blocking form's return type, parameters and how it is made.
 Vars MethodVars(const MethodDescriptor* m) {
-  Vars v = {
-      {"name", CppName(m->name())},
-      {"co_name", "co_" + m->name()},
-      {"req", CppType(m->input_type()->full_name())},
-      {"resp", CppType(m->output_type()->full_name())},
-      {"path", "/" + m->service()->full_name() + "/" + m->name()},
-      {"dep", m->options().deprecated() ? "[[deprecated]] " : ""}};
+  Vars v = {{"name", CppName(m->name())},
+            {"co_name", "co_" + m->name()},
+            {"req", CppType(m->input_type()->full_name())},
+            {"resp", CppType(m->output_type()->full_name())},
+            {"path", "/" + m->service()->full_name() + "/" + m->name()},
+            {"dep", m->options().deprecated() ? "[[deprecated]] " : ""}};
   AsyncVars(m, &v);
   if (m->client_streaming() || m->server_streaming()) {
     BlockingShape b = BlockingStream(m);

@@ -7,34 +7,33 @@ namespace {
 
 // Blocking, coroutine and both callback forms of a unary method.
 void PrintUnaryDefinitions(Printer& p, const Vars& v) {
-  p.Print(
-      v,
-      "::ringrpc::Status $cls$::Stub::$name$(::ringrpc::ClientContext* context, "
-      "const $req$& request, $resp$* response) {\n"
-      "  ::ringrpc::ByteBuffer reply;\n"
-      "  ::ringrpc::Status s = channel_->BlockingUnaryCall(\"$path$\", context, "
-      "request.SerializeAsString(), &reply);\n"
-      "  return ::ringrpc::ParseReply(s, reply, response);\n}\n\n"
-      "::ringrpc::Task<::ringrpc::Status> $cls$::Stub::$co_name$("
-      "::ringrpc::ClientContext* context, const $req$& request, $resp$* response) {\n"
-      "  ::ringrpc::ByteBuffer reply;\n"
-      "  ::ringrpc::Status s = co_await channel_->Unary(\"$path$\", context, "
-      "request.SerializeAsString(), &reply);\n"
-      "  co_return ::ringrpc::ParseReply(s, reply, response);\n}\n\n"
-      "void $cls$::Stub::async::$name$(::ringrpc::ClientContext* context, "
-      "const $req$* request, $resp$* response, "
-      "std::function<void(::ringrpc::Status)> done) {\n"
-      "  auto reply = std::make_shared<::ringrpc::ByteBuffer>();\n"
-      "  stub_->channel_->UnaryCallAsync(\"$path$\", context, "
-      "request->SerializeAsString(), reply.get(),\n"
-      "      [reply, response, done = std::move(done)](::ringrpc::Status s) {\n"
-      "        done(::ringrpc::ParseReply(s, *reply, response));\n"
-      "      });\n}\n\n"
-      "void $cls$::Stub::async::$name$(::ringrpc::ClientContext* context, "
-      "const $req$* request, $resp$* response, ::ringrpc::ClientUnaryReactor* reactor) {\n"
-      "  ::ringrpc::internal::BindReactor(reactor, stub_->channel_, \"$path$\", context, "
-      "::ringrpc::internal::ReactorKind::kUnary, request->SerializeAsString(), response);\n"
-      "}\n\n");
+  p.Print(v,
+          "::ringrpc::Status $cls$::Stub::$name$(::ringrpc::ClientContext* context, "
+          "const $req$& request, $resp$* response) {\n"
+          "  ::ringrpc::ByteBuffer reply;\n"
+          "  ::ringrpc::Status s = channel_->BlockingUnaryCall(\"$path$\", context, "
+          "request.SerializeAsString(), &reply);\n"
+          "  return ::ringrpc::ParseReply(s, reply, response);\n}\n\n"
+          "::ringrpc::Task<::ringrpc::Status> $cls$::Stub::$co_name$("
+          "::ringrpc::ClientContext* context, const $req$& request, $resp$* response) {\n"
+          "  ::ringrpc::ByteBuffer reply;\n"
+          "  ::ringrpc::Status s = co_await channel_->Unary(\"$path$\", context, "
+          "request.SerializeAsString(), &reply);\n"
+          "  co_return ::ringrpc::ParseReply(s, reply, response);\n}\n\n"
+          "void $cls$::Stub::async::$name$(::ringrpc::ClientContext* context, "
+          "const $req$* request, $resp$* response, "
+          "std::function<void(::ringrpc::Status)> done) {\n"
+          "  auto reply = std::make_shared<::ringrpc::ByteBuffer>();\n"
+          "  stub_->channel_->UnaryCallAsync(\"$path$\", context, "
+          "request->SerializeAsString(), reply.get(),\n"
+          "      [reply, response, done = std::move(done)](::ringrpc::Status s) {\n"
+          "        done(::ringrpc::ParseReply(s, *reply, response));\n"
+          "      });\n}\n\n"
+          "void $cls$::Stub::async::$name$(::ringrpc::ClientContext* context, "
+          "const $req$* request, $resp$* response, ::ringrpc::ClientUnaryReactor* reactor) {\n"
+          "  ::ringrpc::internal::BindReactor(reactor, stub_->channel_, \"$path$\", context, "
+          "::ringrpc::internal::ReactorKind::kUnary, request->SerializeAsString(), response);\n"
+          "}\n\n");
 }
 
 // Blocking and coroutine forms of a streaming method, and its reactor form.
@@ -56,19 +55,18 @@ void PrintStreamDefinitions(Printer& p, const MethodDescriptor* md, const Vars& 
           "$resp$>>(std::move(call));\n"
           "}\n\n");
   if (!md->client_streaming()) {
-    p.Print(
-        v,
-        "::ringrpc::Task<std::unique_ptr<::ringrpc::TypedCall<$req$, $resp$>>> "
-        "$cls$::Stub::$co_name$(::ringrpc::ClientContext* context, const $req$& request, "
-        "::ringrpc::Status* status) {\n"
-        "  std::unique_ptr<::ringrpc::TypedCall<$req$, $resp$>> call = "
-        "co_await $co_name$(context, status);\n"
-        "  if (call == nullptr) co_return nullptr;\n"
-        "  (void)co_await call->Write(request);  // a failed write ends the call: "
-        "Finish says why\n"
-        "  call->WritesDone();\n"
-        "  co_return call;\n"
-        "}\n\n");
+    p.Print(v,
+            "::ringrpc::Task<std::unique_ptr<::ringrpc::TypedCall<$req$, $resp$>>> "
+            "$cls$::Stub::$co_name$(::ringrpc::ClientContext* context, const $req$& request, "
+            "::ringrpc::Status* status) {\n"
+            "  std::unique_ptr<::ringrpc::TypedCall<$req$, $resp$>> call = "
+            "co_await $co_name$(context, status);\n"
+            "  if (call == nullptr) co_return nullptr;\n"
+            "  (void)co_await call->Write(request);  // a failed write ends the call: "
+            "Finish says why\n"
+            "  call->WritesDone();\n"
+            "  co_return call;\n"
+            "}\n\n");
   }
   p.Print(v,
           "void $cls$::Stub::async::$name$($cb_params$) {\n"

@@ -32,6 +32,8 @@ ringrpc's tests and examples use it with Debian's grpc_cpp_plugin for the
 grpc++ side of the same protos.
 """
 
+load("//codegen:proto_paths.bzl", "proto_import_path")
+
 # Labels resolve to ringrpc's repository even when this file is loaded from
 # another workspace (@ringrpc//codegen:ringrpc.bzl).
 _RINGRPC_PLUGIN = Label("//codegen:protoc-gen-ringrpc")
@@ -44,18 +46,6 @@ _RINGRPC_RUNTIME = [
 
 _RINGRPC_MOCKS = Label("//ringrpc/testing:mock_stream")
 
-def _import_path(src, proto_source_root):
-    """The path protoc knows `src` by (what an `import` statement names)."""
-    path = src.path
-    if proto_source_root and proto_source_root != "." and path.startswith(proto_source_root + "/"):
-        return path[len(proto_source_root) + 1:]
-
-    # No import root of its own: the path inside its repository.
-    short = src.short_path
-    if short.startswith("../"):
-        short = short.split("/", 2)[2]
-    return short
-
 def _proto_stubs_impl(ctx):
     out_prefix = "_" + ctx.label.name
     headers = []
@@ -66,7 +56,7 @@ def _proto_stubs_impl(ctx):
     for src in ctx.attr.srcs:
         info = src[ProtoInfo]
         for proto in info.direct_sources:
-            import_path = _import_path(proto, info.proto_source_root)
+            import_path = proto_import_path(proto, info.proto_source_root)
             import_paths.append(import_path)
             base = import_path[:-len(".proto")]
             for suffix in ctx.attr.suffixes:
