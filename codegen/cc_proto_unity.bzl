@@ -21,7 +21,7 @@ imports' C++ code comes from `deps` (or, for the well-known types, from
 libprotobuf).
 """
 
-load("//codegen:proto_paths.bzl", "proto_import_path")
+load("//codegen:proto_paths.bzl", "output_group_filegroups", "proto_import_path")
 
 # Every header an X.pb.cc includes besides its own X.pb.h (protoc 3.21):
 # included once before the renames, so that none of them is first read
@@ -107,13 +107,7 @@ def cc_proto_unity_library(name, src, deps = [], **kwargs):
       **kwargs: copts, visibility, testonly, tags of the cc_library.
     """
     _unity(name = name + "_gen", src = src, visibility = ["//visibility:private"])
-    for group in ["headers", "sources", "unity"]:
-        native.filegroup(
-            name = name + "_gen_" + group,
-            srcs = [":" + name + "_gen"],
-            output_group = group,
-            visibility = ["//visibility:private"],
-        )
+    output_group_filegroups(name + "_gen", ["headers", "sources", "unity"])
     native.cc_library(
         name = name,
         srcs = [":" + name + "_gen_unity"],

@@ -29,9 +29,21 @@ std::string CppType(const std::string& full_name);
 std::string CppName(const std::string& s);
 // The proto package's namespace, with `nested` inside it when not empty.
 std::string FullNamespace(const FileDescriptor* file, const std::string& nested);
-// The include guard of a generated header: `name` upper-cased, every
-// character that is not a letter or digit as '_'.
-std::string Guard(const std::string& name);
+// A generated header's frame: the provenance line, the include guard
+// (made of base + guard_suffix), `includes` (Printer text, where $base$
+// is the proto's base name) and the namespace opened; Close() ends the
+// namespace and the guard.
+class HeaderFrame {
+ public:
+  HeaderFrame(Printer& p, const FileDescriptor* file, const std::string& base,
+              const std::string& nested, const std::string& guard_suffix, const char* includes);
+  void Close();
+
+ private:
+  Printer& p_;
+  const std::string guard_;
+  const std::string ns_;
+};
 // An element's leading comments, as // lines.
 void Comments(Printer& p, const google::protobuf::SourceLocation& loc);
 // Everything a method's code is printed from (see generator_names.cc).

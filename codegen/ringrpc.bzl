@@ -32,7 +32,7 @@ ringrpc's tests and examples use it with Debian's grpc_cpp_plugin for the
 grpc++ side of the same protos.
 """
 
-load("//codegen:proto_paths.bzl", "proto_import_path")
+load("//codegen:proto_paths.bzl", "output_group_filegroups", "proto_import_path")
 
 # Labels resolve to ringrpc's repository even when this file is loaded from
 # another workspace (@ringrpc//codegen:ringrpc.bzl).
@@ -155,14 +155,11 @@ def proto_stubs_cc_library(
         visibility = ["//visibility:private"],
     )
     has_mocks = len([s for s in suffixes if "_mock." in s]) > 0
-    for group in ["headers", "sources"] + (["mocks"] if has_mocks else []):
-        native.filegroup(
-            name = name + "_gen_" + group,
-            srcs = [":" + name + "_gen"],
-            output_group = group,
-            testonly = testonly,
-            visibility = ["//visibility:private"],
-        )
+    output_group_filegroups(
+        name + "_gen",
+        ["headers", "sources"] + (["mocks"] if has_mocks else []),
+        testonly = testonly,
+    )
     native.cc_library(
         name = name,
         srcs = [":" + name + "_gen_sources"],

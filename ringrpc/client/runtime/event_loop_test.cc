@@ -252,32 +252,6 @@ Task<void> RecvForever(EventLoop& loop, int fd, bool* returned) {
   *returned = true;
 }
 
-// An orphaned operation (its awaiter gone, its cancel not yet answered) is
-// named by nothing but the kernel's ring. The loop owns it meanwhile, so a
-// leak check that runs then (a process exiting while a CQ thread tears its
-// loop down) finds it reachable.
-TEST_P(LoopTest, AnOrphanedOperationIsNoLeakWhileItsCancelIsPending) {
-#if !defined(__SANITIZE_ADDRESS__)
-  GTEST_SKIP() << "needs LeakSanitizer (bazel test --config=asan)";
-#else
-  int sv[2];
-  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);
-  bool returned = false;
-  {
-    Task<void> t = RecvForever(*loop_, sv[0], &returned);
-    t.handle().resume();
-    loop_->RunOnce(milliseconds(10));
-    ASSERT_EQ(loop_->ops_in_flight(), 1u);
-  }  // orphaned: the cancel is queued, not yet submitted
-  EXPECT_EQ(__lsan_do_recoverable_leak_check(), 0);
-  ASSERT_TRUE(RunUntil([&] { return loop_->ops_in_flight() == 0; }));
-  EXPECT_EQ(__lsan_do_recoverable_leak_check(), 0);
-  EXPECT_FALSE(returned);
-  ::close(sv[0]);
-  ::close(sv[1]);
-#endif
-}
-
 TEST_P(LoopTest, DestroyingATaskCancelsItsRecvInFlight) {
   int sv[2];
   ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);
@@ -289,6 +263,12 @@ TEST_P(LoopTest, DestroyingATaskCancelsItsRecvInFlight) {
     EXPECT_EQ(loop_->ops_in_flight(), 1u);
   }  // destroyed mid-recv
   EXPECT_EQ(loop_->stats().ops_cancelled, 1u);
+#if defined(__SANITIZE_ADDRESS__)
+  // Orphaned, its cancel not yet answered: named by nothing but the
+  // kernel's ring, so the loop owns it, and a leak check that runs now (a
+  // process exiting while a CQ thread tears its loop down) finds it.
+  EXPECT_EQ(__lsan_do_recoverable_leak_check(), 0);
+#endif
   ASSERT_TRUE(RunUntil([&] { return loop_->ops_in_flight() == 0; }));
   // Data arriving later does not resume anything or touch freed memory.
   ASSERT_EQ(::write(sv[1], "late", 4), 4);
