@@ -52,6 +52,7 @@ set(RINGRPC_SOURCES
   ringrpc/client/transport/http2_callbacks.cc
   ringrpc/client/transport/http2_connect.cc
   ringrpc/client/transport/http2_connection.cc
+  ringrpc/client/transport/http2_streams.cc
   ringrpc/client/transport/keepalive.cc
   ringrpc/client/transport/metadata.cc
   ringrpc/client/transport/tls.cc
