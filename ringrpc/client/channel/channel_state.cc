@@ -78,7 +78,6 @@ std::shared_ptr<ChannelState> ChannelState::Create(const ChannelArguments& args)
   }
   if (state->cq_) {
     state->per_thread_ = std::vector<PerThread>(state->cq_->size());
-    for (size_t i = 0; i < state->per_thread_.size(); ++i) state->per_thread_[i].thread = i;
     if (state->config_.call_metrics || args.call_metrics_recorder()) {
       state->call_metrics_ = std::make_unique<CallMetricsTable>(
           state->cq_->size(), args.call_metrics_recorder(), state->config_.call_metrics);

@@ -302,7 +302,6 @@ class ChannelState : public std::enable_shared_from_this<ChannelState> {
     std::unique_ptr<LbPicker> picker;  // null until the first pick
   };
   struct alignas(64) PerThread {
-    size_t thread = 0;  // its index
     uint64_t version = ~uint64_t{0};
     std::vector<std::shared_ptr<Subchannel>> list;
     // The config whose balancer made the pickers (null: none made yet).
