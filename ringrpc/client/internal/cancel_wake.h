@@ -7,6 +7,8 @@
 //
 //   CancelWake wake(cancel_state, loop, [&wait] { wait.Interrupt(); });
 //   auto got = co_await wait;
+//
+//   co_await SleepUnlessCancelled(cancel_state, loop, until);  // a backoff
 #ifndef RINGRPC_CLIENT_INTERNAL_CANCEL_WAKE_H_
 #define RINGRPC_CLIENT_INTERNAL_CANCEL_WAKE_H_
 
@@ -14,8 +16,11 @@
 #include <memory>
 
 #include "ringrpc/base/mutex.h"
+#include "ringrpc/base/task.h"
+#include "ringrpc/base/time.h"
 #include "ringrpc/client/client_context.h"
 #include "ringrpc/client/runtime/event_loop.h"
+#include "ringrpc/client/runtime/loop_event.h"
 
 namespace ringrpc::internal {
 
@@ -72,6 +77,23 @@ class CancelWake {
   const std::shared_ptr<CancelState> cancel_;
   const std::shared_ptr<Target> target_;
 };
+
+// Sleeps until `until`, or until TryCancel, which ends it at once (the
+// caller looks at the context to tell which). One timer, no wake-ups
+// between: a wait_for_ready call backing off for minutes costs nothing
+// while it waits.
+inline Task<void> SleepUnlessCancelled(std::shared_ptr<CancelState> cancel,
+                                       runtime::EventLoop& loop, TimePoint until) {
+  if (loop.Now() >= until) co_return;
+  auto never = [](runtime::EventLoop& l) -> Task<int> {
+    runtime::LoopEvent unset(l);
+    co_await unset.Wait();
+    co_return 0;
+  };
+  runtime::WithTimeout<int> wait(loop, never(loop), until - loop.Now());
+  CancelWake wake(std::move(cancel), loop, [&wait] { wait.Interrupt(); });
+  (void)co_await wait;
+}
 
 }  // namespace ringrpc::internal
 

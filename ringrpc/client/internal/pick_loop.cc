@@ -29,18 +29,11 @@ TimePoint WakeBy(const Attempt& a, TimePoint t) {
   return t;
 }
 
-// Waits until `t` (WakeBy's bound), looking for TryCancel every
-// kCancelPoll: a wait_for_ready call backing off for minutes still ends at
-// once when cancelled (the caller's next Ended() says so).
+// Waits until `t` (WakeBy's bound), or until TryCancel, at once: a
+// wait_for_ready call backing off for minutes still ends the moment it is
+// cancelled (the caller's next Ended() says so).
 Task<void> Pause(Attempt& a, TimePoint t) {
-  const TimePoint until = WakeBy(a, t);
-  while (a.loop.Now() < until) {
-    {
-      MutexLock lock(&a.cancel->mu);
-      if (a.cancel->cancelled) co_return;
-    }
-    co_await SleepUntil(a.loop, std::min(until, a.loop.Now() + kCancelPoll));
-  }
+  co_await SleepUnlessCancelled(a.cancel, a.loop, WakeBy(a, t));
 }
 
 // The call may still start: not cancelled, deadline not passed.

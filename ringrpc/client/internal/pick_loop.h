@@ -60,8 +60,9 @@ constexpr milliseconds kHealthPoll{5};
 // How soon a hedged attempt still opening notices that another attempt
 // answered (its waits for a connection are cut into slices this long).
 constexpr milliseconds kAbandonPoll{20};
-// How soon a call waiting before it has a stream (an address's backoff, a
-// retry's) notices TryCancel: its waits are cut into slices this long.
+// How soon a call waiting to retry, or a hedged call between copies,
+// notices TryCancel: those waits are cut into slices this long (an
+// address's backoff and the wait for a connection end at TryCancel itself).
 constexpr milliseconds kCancelPoll{20};
 // The shortest wait of a wait_for_ready call whose lease failed before it
 // tries again (the address's backoff usually asks for longer).
