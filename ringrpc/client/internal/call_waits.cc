@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "ringrpc/base/mutex.h"
 #include "ringrpc/client/internal/call_access.h"
+#include "ringrpc/client/internal/cancel_wake.h"
 #include "ringrpc/client/internal/pick_loop.h"
 
 namespace ringrpc::internal {
@@ -31,18 +32,24 @@ Task<std::optional<Status>> WaitToRetry(runtime::EventLoop& loop, const ClientCo
                                         std::function<bool()> cancelled) {
   const TimePoint until =
       delay < TimePoint::max() - loop.Now() ? loop.Now() + delay : TimePoint::max();
-  while (loop.Now() < until) {
-    // (No braced list around a co_await: GCC 12 miscompiles it.)
-    const TimePoint wake = std::min(std::min(until, deadline), loop.Now() + kCancelPoll);
-    co_await SleepUntil(loop, wake);
-    if (Cancelled(ctx) || (cancelled && cancelled())) {
-      co_return Status(StatusCode::CANCELLED, "cancelled while waiting to retry");
+  const TimePoint wake_by = std::min(until, deadline);
+  if (cancelled == nullptr) {
+    // One timer, which TryCancel ends at once.
+    co_await SleepUnlessCancelled(CallAccess::cancel(ctx), loop, wake_by);
+  } else {
+    // `cancelled` (a stream's own end) has no wake-up: looked at every
+    // kCancelPoll, and TryCancel with it.
+    while (loop.Now() < wake_by && !Cancelled(ctx) && !cancelled()) {
+      co_await SleepUntil(loop, std::min(wake_by, loop.Now() + kCancelPoll));
     }
-    if (loop.Now() >= deadline) {
-      co_return Status(
-          StatusCode::DEADLINE_EXCEEDED,
-          absl::StrCat("deadline exceeded while waiting to retry; last attempt: ", last));
-    }
+  }
+  if (Cancelled(ctx) || (cancelled && cancelled())) {
+    co_return Status(StatusCode::CANCELLED, "cancelled while waiting to retry");
+  }
+  if (loop.Now() >= deadline) {
+    co_return Status(
+        StatusCode::DEADLINE_EXCEEDED,
+        absl::StrCat("deadline exceeded while waiting to retry; last attempt: ", last));
   }
   co_return std::nullopt;
 }

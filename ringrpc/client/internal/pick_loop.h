@@ -60,9 +60,10 @@ constexpr milliseconds kHealthPoll{5};
 // How soon a hedged attempt still opening notices that another attempt
 // answered (its waits for a connection are cut into slices this long).
 constexpr milliseconds kAbandonPoll{20};
-// How soon a call waiting to retry, or a hedged call between copies,
+// How soon a stream waiting to retry, or a hedged call between copies,
 // notices TryCancel: those waits are cut into slices this long (an
-// address's backoff and the wait for a connection end at TryCancel itself).
+// address's backoff, a unary retry's and the wait for a connection end at
+// TryCancel itself).
 constexpr milliseconds kCancelPoll{20};
 // The shortest wait of a wait_for_ready call whose lease failed before it
 // tries again (the address's backoff usually asks for longer).
