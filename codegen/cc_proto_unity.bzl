@@ -5,7 +5,8 @@ For a large set of generated files that change only when they are
 re-vendored (ringrpc's xDS protos: 66 files). Each X.pb.cc spends most of
 its compile parsing the same protobuf and .pb.h headers; one unity file
 that includes every X.pb.cc parses them once (measured on the xDS protos
-at -O0 on 2 cores: 190 s of compiles as 66 files, about 35 s as one).
+at -O0 on 2 cores, both under the same load: 190 s of compiles as 66
+files, about 35 s as one).
 What it generates is what cc_proto_library generates (the same protoc, the
 same headers at the same include paths); only the compile is shared. Two
 file-level arrays that every X.pb.cc names alike are renamed per file.
