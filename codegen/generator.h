@@ -46,6 +46,10 @@ class HeaderFrame {
 };
 // An element's leading comments, as // lines.
 void Comments(Printer& p, const google::protobuf::SourceLocation& loc);
+// A server, client or bidi streaming method (not unary).
+inline bool Streaming(const MethodDescriptor* m) {
+  return m->client_streaming() || m->server_streaming();
+}
 // Everything a method's code is printed from (see generator_names.cc).
 Vars MethodVars(const MethodDescriptor* m);
 

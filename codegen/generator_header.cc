@@ -6,10 +6,6 @@
 namespace ringrpc::codegen {
 namespace {
 
-bool Streaming(const MethodDescriptor* md) {
-  return md->client_streaming() || md->server_streaming();
-}
-
 // A blocking stream's Foo returning `type` (the interface's, or the
 // stub's concrete class) over its Raw method.
 void PrintRawEntryPoint(Printer& p, Vars v, const std::string& type) {
@@ -25,7 +21,7 @@ void PrintCallbackDecls(Printer& p, const MethodDescriptor* md, const std::strin
   Vars v = MethodVars(md);
   v["tail"] = tail;
   v["virt"] = tail == " = 0" ? "virtual " : "";
-  if (md->client_streaming() || md->server_streaming()) {
+  if (Streaming(md)) {
     p.Print(v,
             "// Binds `reactor` to a new call; start it with reactor->StartCall().\n"
             "$virt$void $name$($cb_params$)$tail$;\n");

@@ -54,7 +54,7 @@ void WriteMockHeader(Printer& p, const FileDescriptor* file, const std::string& 
     for (int m = 0; m < svc->method_count(); ++m) {
       const MethodDescriptor* md = svc->method(m);
       Vars v = MethodVars(md);
-      if (md->client_streaming() || md->server_streaming()) {
+      if (Streaming(md)) {
         v["mp"] = MockParams(v["cb_params"]);
         p.Print(v, "MOCK_METHOD(void, $name$, ($mp$), (override));\n");
         continue;
@@ -77,7 +77,7 @@ void WriteMockHeader(Printer& p, const FileDescriptor* file, const std::string& 
     for (int m = 0; m < svc->method_count(); ++m) {
       const MethodDescriptor* md = svc->method(m);
       Vars v = MethodVars(md);
-      if (md->client_streaming() || md->server_streaming()) {
+      if (Streaming(md)) {
         v["mp"] = MockParams(v["params"]);
         v["mt"] = MockType(v["biface"] + "*");
         p.Print(v, "MOCK_METHOD($mt$, $name$Raw, ($mp$), (override));\n");

@@ -146,7 +146,7 @@ void AsyncVars(const MethodDescriptor* m, Vars* v) {
   x["tag_param"] = ", void* tag";
   x["tag_arg"] = ", tag";
   x["no_tag"] = ", nullptr";
-  if (!m->client_streaming() && !m->server_streaming()) {
+  if (!Streaming(m)) {
     x["aiface"] = "::ringrpc::ClientAsyncResponseReaderInterface<" + resp + ">";
     x["acls"] = "::ringrpc::ClientAsyncResponseReader<" + resp + ">";
     x["aparams"] = ctx + "const " + req + "& request, " + cq;
@@ -182,7 +182,7 @@ Vars MethodVars(const MethodDescriptor* m) {
             {"path", "/" + m->service()->full_name() + "/" + m->name()},
             {"dep", m->options().deprecated() ? "[[deprecated]] " : ""}};
   AsyncVars(m, &v);
-  if (m->client_streaming() || m->server_streaming()) {
+  if (Streaming(m)) {
     BlockingShape b = BlockingStream(m);
     v["bcls"] = b.cls;
     v["biface"] = b.iface;

@@ -91,7 +91,7 @@ void WriteSource(Printer& p, const FileDescriptor* file, const std::string& base
       const MethodDescriptor* md = svc->method(m);
       Vars v = MethodVars(md);
       v["cls"] = CppName(svc->name());
-      if (!md->client_streaming() && !md->server_streaming()) {
+      if (!Streaming(md)) {
         PrintUnaryDefinitions(p, v);
       } else {
         PrintStreamDefinitions(p, md, v);
