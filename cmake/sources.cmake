@@ -168,3 +168,9 @@ set(RINGRPC_PLUGIN_SOURCES
   codegen/generator_source.cc
   codegen/ringrpc_plugin.cc
 )
+set(RINGRPC_GRPCPP_SOURCES
+  ringrpc/grpcpp/interop.cc
+)
+set(RINGRPC_GRPCPP_HEADERS
+  ringrpc/grpcpp/interop.h
+)

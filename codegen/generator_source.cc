@@ -37,19 +37,25 @@ void PrintUnaryDefinitions(Printer& p, const Vars& v) {
 }
 
 // Blocking and coroutine forms of a streaming method, and its reactor form.
-void PrintStreamDefinitions(Printer& p, const MethodDescriptor* md, const Vars& v) {
+void PrintStreamDefinitions(Printer& p, const MethodDescriptor* md, Vars v) {
+  // What the channel's interceptors see as ClientRpcInfo::type().
+  v["kind"] = !md->client_streaming()   ? "kServerStreaming"
+              : !md->server_streaming() ? "kClientStreaming"
+                                        : "kBidiStreaming";
   p.Print(v,
           "$bcls$* $cls$::Stub::$name$Raw($params$) {\n"
           "  ::ringrpc::Status status;\n"
           "  std::unique_ptr<::ringrpc::ClientCall> call = "
-          "channel_->BlockingOpen(\"$path$\", context, &status);\n"
+          "channel_->BlockingOpen(\"$path$\", context, &status,\n"
+          "      ::ringrpc::internal::CallKind::$kind$);\n"
           "  return $make$;\n}\n\n");
   p.Print(v,
           "::ringrpc::Task<std::unique_ptr<::ringrpc::TypedCall<$req$, $resp$>>> "
           "$cls$::Stub::$co_name$(::ringrpc::ClientContext* context, "
           "::ringrpc::Status* status) {\n"
           "  std::unique_ptr<::ringrpc::ClientCall> call = co_await "
-          "channel_->Open(\"$path$\", context, status);\n"
+          "channel_->Open(\"$path$\", context, status,\n"
+          "      ::ringrpc::internal::CallKind::$kind$);\n"
           "  if (call == nullptr) co_return nullptr;\n"
           "  co_return std::make_unique<::ringrpc::TypedCall<$req$, "
           "$resp$>>(std::move(call));\n"

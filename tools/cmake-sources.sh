@@ -3,7 +3,8 @@
 # from the Bazel graph: the library is every non-test cc_library under
 # ringrpc/base/, ringrpc/pool/ and ringrpc/client/ (what //ringrpc/client and the generated stubs link; not
 # the xDS ones on the Envoy protos), the
-# plugin is //codegen:protoc-gen-ringrpc. With --check it writes nothing
+# plugin is //codegen:protoc-gen-ringrpc, the optional grpc++ interop
+# library //ringrpc/grpcpp:interop. With --check it writes nothing
 # and fails when the committed file differs (tools/test.sh runs that), so a
 # .cc added to a Bazel target cannot be missing from the CMake build.
 set -euo pipefail
@@ -26,6 +27,8 @@ generated=$(
   files "labels(srcs, $lib)" | grep -E '\.cc$' | list RINGRPC_SOURCES
   files "labels(hdrs, $lib) + labels(srcs, $lib)" | grep -E '\.h$' | list RINGRPC_HEADERS
   files "labels(srcs, //codegen:protoc-gen-ringrpc)" | list RINGRPC_PLUGIN_SOURCES
+  files "labels(srcs, //ringrpc/grpcpp:interop)" | grep -E '\.cc$' | list RINGRPC_GRPCPP_SOURCES
+  files "labels(hdrs, //ringrpc/grpcpp:interop)" | list RINGRPC_GRPCPP_HEADERS
 )
 if [ "${1:-}" = "--check" ]; then
   if ! diff -u cmake/sources.cmake <(echo "$generated"); then

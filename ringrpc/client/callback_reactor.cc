@@ -13,6 +13,22 @@
 namespace ringrpc {
 namespace internal {
 
+namespace {
+CallKind CallKindOf(ReactorKind kind) {
+  switch (kind) {
+    case ReactorKind::kUnary:
+      return CallKind::kUnary;
+    case ReactorKind::kServerStreaming:
+      return CallKind::kServerStreaming;
+    case ReactorKind::kClientStreaming:
+      return CallKind::kClientStreaming;
+    case ReactorKind::kBidi:
+      break;
+  }
+  return CallKind::kBidiStreaming;
+}
+}  // namespace
+
 // The untyped call behind a reactor. Before StartCall: filled by Bind and
 // collects operations (under mu_). From StartCall on: lives on one CQ
 // thread's loop; operations from other threads are posted there.
@@ -106,7 +122,7 @@ class ReactorCore : public std::enable_shared_from_this<ReactorCore> {
     }
     for (Op& op : early) Apply(std::move(op));  // held until the call is open
     Status status;
-    call_ = co_await channel_->Open(method_, context_, &status);
+    call_ = co_await channel_->Open(method_, context_, &status, CallKindOf(kind_));
     opened_ = true;
     if (call_ == nullptr) {
       final_ = status;

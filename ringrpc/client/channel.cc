@@ -20,6 +20,7 @@
 #include "ringrpc/client/channel/channel_state.h"
 #include "ringrpc/client/channel/subchannel.h"
 #include "ringrpc/client/interceptor.h"
+#include "ringrpc/client/internal/call_access.h"
 #include "ringrpc/client/internal/call_opener.h"
 #include "ringrpc/client/runtime/cq_threads.h"
 #include "ringrpc/client/runtime/event_loop.h"
@@ -55,7 +56,8 @@ Status Channel::resolver_service_config_status() const {
 }
 
 Task<std::unique_ptr<ClientCall>> Channel::Open(std::string method, ClientContext* ctx,
-                                                Status* status) {
+                                                Status* status, internal::CallKind kind) {
+  if (ctx != nullptr) internal::CallAccess::set_call_kind(*ctx, kind);
   return internal::CallOpener::OpenHolding(state_, std::move(method), ctx, status);
 }
 
@@ -163,7 +165,8 @@ Task<void> RunBlockingOpen(std::shared_ptr<channel::ChannelState> state, std::st
 }  // namespace
 
 std::unique_ptr<ClientCall> Channel::BlockingOpen(const std::string& method, ClientContext* ctx,
-                                                  Status* status) {
+                                                  Status* status, internal::CallKind kind) {
+  if (ctx != nullptr) internal::CallAccess::set_call_kind(*ctx, kind);
   if (!state_->config_error().ok()) {
     *status = Status::FromAbsl(state_->config_error());
     return nullptr;

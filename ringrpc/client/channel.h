@@ -111,11 +111,16 @@ class Channel {
                       ByteBuffer* response, std::function<void(Status)> done);
   Task<Status> Unary(std::string method, ClientContext* ctx, std::string request,
                      ByteBuffer* response);
-  Task<std::unique_ptr<ClientCall>> Open(std::string method, ClientContext* ctx, Status* status);
+  // A stream; `kind` is what interceptors see (ClientRpcInfo::type()):
+  // the generated stubs say which, a generic one is bidirectional.
+  Task<std::unique_ptr<ClientCall>> Open(
+      std::string method, ClientContext* ctx, Status* status,
+      internal::CallKind kind = internal::CallKind::kBidiStreaming);
   // Open from a thread that is not one of the channel's CQ threads (the
   // blocking stream API): hops to a CQ thread, opens there, waits.
-  std::unique_ptr<ClientCall> BlockingOpen(const std::string& method, ClientContext* ctx,
-                                           Status* status);
+  std::unique_ptr<ClientCall> BlockingOpen(
+      const std::string& method, ClientContext* ctx, Status* status,
+      internal::CallKind kind = internal::CallKind::kBidiStreaming);
   // Runs `task` on one of the channel's CQ threads: the calling one if it
   // is one of them, else the next in the calling thread's round of them
   // (one application thread's async work spreads over every CQ thread).

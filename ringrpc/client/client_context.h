@@ -25,6 +25,11 @@
 #include "ringrpc/client/grpc_types.h"
 #include "ringrpc/client/write_options.h"
 
+namespace grpc {  // grpc++'s server contexts, for FromServerContext
+class ServerContextBase;
+class CallbackServerContext;
+}  // namespace grpc
+
 namespace ringrpc {
 
 namespace internal {
@@ -37,8 +42,58 @@ struct CancelState {
   // The running call, and how to cancel it (posts to the call's loop).
   std::weak_ptr<void> running ABSL_GUARDED_BY(mu);
   void (*cancel_running)(const std::shared_ptr<void>& call) ABSL_GUARDED_BY(mu) = nullptr;
+
+  // Marks the call cancelled and cancels it if it runs. Any thread.
+  void Cancel() {
+    std::shared_ptr<void> call;
+    void (*cancel)(const std::shared_ptr<void>&) = nullptr;
+    {
+      MutexLock lock(&mu);
+      cancelled = true;
+      call = running.lock();
+      cancel = cancel_running;
+    }
+    if (call && cancel) cancel(call);
+  }
+};
+struct ServerContextLink;  // ringrpc/grpcpp/interop.cc
+
+// The kind of call a context is used for, set as the call opens (what
+// interceptors see as ClientRpcInfo::type()).
+enum class CallKind : unsigned char {
+  kUnknown,
+  kUnary,
+  kClientStreaming,
+  kServerStreaming,
+  kBidiStreaming
 };
 }  // namespace internal
+
+// What a context made from a grpc++ server call's context takes from it
+// (grpc++'s PropagationOptions): the deadline and the cancellation by
+// default. Census propagation is accepted and has no effect (ringrpc has no
+// census).
+class PropagationOptions {
+ public:
+  PropagationOptions& enable_deadline_propagation() { return Set(kDeadline, true); }
+  PropagationOptions& disable_deadline_propagation() { return Set(kDeadline, false); }
+  PropagationOptions& enable_cancellation_propagation() { return Set(kCancellation, true); }
+  PropagationOptions& disable_cancellation_propagation() { return Set(kCancellation, false); }
+  PropagationOptions& enable_census_stats_propagation() { return *this; }
+  PropagationOptions& disable_census_stats_propagation() { return *this; }
+  PropagationOptions& enable_census_tracing_propagation() { return *this; }
+  PropagationOptions& disable_census_tracing_propagation() { return *this; }
+  bool deadline() const { return (bits_ & kDeadline) != 0; }
+  bool cancellation() const { return (bits_ & kCancellation) != 0; }
+
+ private:
+  static constexpr unsigned kDeadline = 1, kCancellation = 2;
+  PropagationOptions& Set(unsigned bit, bool on) {
+    bits_ = on ? (bits_ | bit) : (bits_ & ~bit);
+    return *this;
+  }
+  unsigned bits_ = kDeadline | kCancellation;
+};
 
 class CallCredentials;  // ringrpc/client/call_credentials.h
 
@@ -51,7 +106,11 @@ class ClientContext {
   ClientContext(const ClientContext&) = delete;
   ClientContext& operator=(const ClientContext&) = delete;
 
-  void set_deadline(std::chrono::system_clock::time_point deadline) { deadline_ = deadline; }
+  // In a context made by FromServerContext, a deadline later than the
+  // server call's is that one (as grpc++ takes the earlier of the two).
+  void set_deadline(std::chrono::system_clock::time_point deadline) {
+    deadline_ = deadline_cap_ && *deadline_cap_ < deadline ? *deadline_cap_ : deadline;
+  }
   std::optional<std::chrono::system_clock::time_point> deadline() const { return deadline_; }
 
   // Keys: lowercase; "-bin" keys carry binary values. Checked when the call
@@ -90,17 +149,24 @@ class ClientContext {
   void set_fail_fast(bool fail_fast) { set_wait_for_ready(!fail_fast); }
 
   // Ends the call CANCELLED (if it has not ended). Any thread; idempotent.
-  void TryCancel() {
-    std::shared_ptr<void> running;
-    void (*cancel)(const std::shared_ptr<void>&) = nullptr;
-    {
-      MutexLock lock(&cancel_->mu);
-      cancel_->cancelled = true;
-      running = cancel_->running.lock();
-      cancel = cancel_->cancel_running;
-    }
-    if (running && cancel) cancel(running);
-  }
+  void TryCancel() { cancel_->Cancel(); }
+
+  // A context for a call made while serving a grpc++ server call (a
+  // mid-tier service): it takes that call's deadline and is cancelled when
+  // that call is (its client cancelled or its deadline passed), as
+  // grpc++'s. Defined in ringrpc/grpcpp/interop.h (Bazel
+  // @ringrpc//ringrpc/grpcpp:interop, CMake ringrpc::grpcpp), which links
+  // grpc++; nothing else in ringrpc does. The server call's context must
+  // outlive the one returned (a handler's local, or a reactor's member,
+  // is). Cancellation reaches the call within about 10 ms; with grpc++'s
+  // CompletionQueue server API, only once AsyncNotifyWhenDone's tag came
+  // (before that grpc++ does not know either).
+  static std::unique_ptr<ClientContext> FromServerContext(
+      const grpc::ServerContextBase& server_context,
+      PropagationOptions options = PropagationOptions());
+  static std::unique_ptr<ClientContext> FromCallbackServerContext(
+      const grpc::CallbackServerContext& server_context,
+      PropagationOptions options = PropagationOptions());
 
   // After the call: what the server sent, and which address served it.
   const std::multimap<std::string, std::string>& GetServerInitialMetadata() const {
@@ -113,7 +179,13 @@ class ClientContext {
 
  private:
   friend class internal::CallAccess;
+  friend struct internal::ServerContextLink;
   std::optional<std::chrono::system_clock::time_point> deadline_;
+  // FromServerContext: the server call's deadline, and the watch on its
+  // cancellation (ended with this context).
+  std::optional<std::chrono::system_clock::time_point> deadline_cap_;
+  std::shared_ptr<void> server_link_;
+  internal::CallKind call_kind_ = internal::CallKind::kUnknown;
   std::vector<std::pair<std::string, std::string>> metadata_;
   std::optional<bool> wait_for_ready_;  // unset: the service config's, else false
   std::optional<CompressionAlgorithm> compression_;

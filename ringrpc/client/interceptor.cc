@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "ringrpc/client/internal/call_access.h"
 #include "ringrpc/client/internal/interceptors.h"
 
 namespace ringrpc {
@@ -72,6 +73,23 @@ const char* HookName(InterceptionHookPoints p) {
   return "?";
 }
 
+experimental::ClientRpcInfo::Type RpcType(const ClientContext& ctx) {
+  using Info = experimental::ClientRpcInfo;
+  switch (CallAccess::call_kind(ctx)) {
+    case CallKind::kUnary:
+      return Info::UNARY;
+    case CallKind::kClientStreaming:
+      return Info::CLIENT_STREAMING;
+    case CallKind::kServerStreaming:
+      return Info::SERVER_STREAMING;
+    case CallKind::kBidiStreaming:
+      return Info::BIDI_STREAMING;
+    case CallKind::kUnknown:
+      break;
+  }
+  return Info::UNKNOWN;
+}
+
 std::multimap<std::string, std::string> ToMap(const transport::Metadata& md) {
   return {md.begin(), md.end()};
 }
@@ -83,7 +101,7 @@ std::unique_ptr<CallInterceptors> CallInterceptors::Create(const InterceptorFact
                                                            ClientContext* ctx) {
   if (factories == nullptr || factories->empty()) return nullptr;
   auto out = std::make_unique<CallInterceptors>();
-  experimental::ClientRpcInfo info(method, ctx);
+  experimental::ClientRpcInfo info(method, ctx, RpcType(*ctx));
   for (const auto& f : *factories) {
     if (experimental::Interceptor* i = f->CreateClientInterceptor(&info))
       out->list_.emplace_back(i);

@@ -83,15 +83,22 @@ class Interceptor {
 
 class ClientRpcInfo {
  public:
-  ClientRpcInfo(const std::string& method, ClientContext* context)
-      : method_(method), context_(context) {}
+  // grpc++'s names and order.
+  enum Type { UNARY, CLIENT_STREAMING, SERVER_STREAMING, BIDI_STREAMING, UNKNOWN };
+
+  ClientRpcInfo(const std::string& method, ClientContext* context, Type type)
+      : method_(method), context_(context), type_(type) {}
   // "/package.Service/Method".
   const char* method() const { return method_.c_str(); }
   ClientContext* client_context() const { return context_; }
+  // The method's kind, as its stub declares it; a GenericStub's streams
+  // (PrepareCall, Call) are BIDI_STREAMING, as in grpc++.
+  Type type() const { return type_; }
 
  private:
   const std::string& method_;
   ClientContext* context_;
+  Type type_;
 };
 
 class ClientInterceptorFactoryInterface {

@@ -319,5 +319,80 @@ TEST_F(InterceptorTest, AnInterceptorThatNeitherProceedsNorFailsIsAClearError) {
   EXPECT_THAT(s.error_message(), HasSubstr("without calling Proceed() or Fail()"));
 }
 
+TEST_F(InterceptorTest, ClientRpcInfoSaysEachCallsKindInEveryForm) {
+  struct KindLog final : public ClientInterceptorFactoryInterface {
+    explicit KindLog(Log* log) : log(log) {}
+    Interceptor* CreateClientInterceptor(ClientRpcInfo* info) override {
+      static constexpr const char* kNames[] = {"UNARY", "CLIENT_STREAMING", "SERVER_STREAMING",
+                                               "BIDI_STREAMING", "UNKNOWN"};
+      log->Add(std::string(info->method()).substr(sizeof("/ringrpc.test.TestService/") - 1) + " " +
+               kNames[info->type()]);
+      return nullptr;  // no interceptor: the call goes on without one
+    }
+    Log* log;
+  };
+  auto stub = Stub(List(std::make_unique<KindLog>(&log_)));
+  EchoRequest req;
+  EchoResponse resp;
+  {
+    ClientContext ctx;
+    ASSERT_TRUE(stub->Unary(&ctx, req, &resp).ok());
+  }
+  {  // a unary reactor opens as a stream does
+    class Done final : public ClientUnaryReactor {
+     public:
+      void OnDone(const Status& s) override { done.set_value(s); }
+      std::promise<Status> done;
+    } reactor;
+    ClientContext ctx;
+    stub->async()->Unary(&ctx, &req, &resp, &reactor);
+    reactor.StartCall();
+    ASSERT_TRUE(reactor.done.get_future().get().ok());
+  }
+  {
+    ClientContext ctx;
+    auto reader = stub->ServerStream(&ctx, req);
+    while (reader->Read(&resp)) {
+    }
+    ASSERT_TRUE(reader->Finish().ok());
+  }
+  {
+    ClientContext ctx;
+    auto writer = stub->ClientStream(&ctx, &resp);
+    writer->WritesDone();
+    ASSERT_TRUE(writer->Finish().ok());
+  }
+  {
+    ClientContext ctx;
+    auto stream = stub->Bidi(&ctx);
+    stream->WritesDone();
+    ASSERT_TRUE(stream->Finish().ok());
+  }
+  {  // coroutine form
+    std::promise<void> finished;
+    stub->channel()->Spawn([](TestService::Stub* stub, std::promise<void>* finished) -> Task<void> {
+      ClientContext ctx;
+      Status open;
+      auto call = co_await stub->co_ClientStream(&ctx, &open);
+      if (call) {
+        call->WritesDone();
+        (void)co_await call->Finish();
+      }
+      finished->set_value();
+    }(stub.get(), &finished));
+    finished.get_future().get();
+  }
+  {  // a stream opened by name: grpc++'s generic streams are bidirectional
+    ClientContext ctx;
+    Status open;
+    auto call = stub->channel()->BlockingOpen("/ringrpc.test.TestService/Bidi", &ctx, &open);
+    ASSERT_NE(call, nullptr) << open.ToString();
+  }
+  EXPECT_THAT(log_.Take(),
+              ElementsAre("Unary UNARY", "Unary UNARY", "ServerStream SERVER_STREAMING",
+                          "ClientStream CLIENT_STREAMING", "Bidi BIDI_STREAMING",
+                          "ClientStream CLIENT_STREAMING", "Bidi BIDI_STREAMING"));
+}
+
 }  // namespace
 }  // namespace ringrpc

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "ringrpc/client/channel/channel_state.h"
 #include "ringrpc/client/channel/retry_policy.h"
+#include "ringrpc/client/internal/call_access.h"
 #include "ringrpc/client/internal/call_opener.h"
 #include "ringrpc/client/internal/call_waits.h"
 #include "ringrpc/client/internal/client_call_impl.h"
@@ -120,6 +121,7 @@ Task<Status> CallOpener::Unary(std::shared_ptr<channel::ChannelState> self, std:
   if (response.null()) {
     co_return Status(StatusCode::INVALID_ARGUMENT, "the unary call's response pointer is null");
   }
+  if (ctx != nullptr) CallAccess::set_call_kind(*ctx, CallKind::kUnary);
   ChannelState& st = *self;
   const std::optional<size_t> index = st.CurrentIndex();
   // Serialized once; a large request is sent from this string by every

@@ -25,6 +25,7 @@ cmake -S "$here" -B "$work/consumer-build" -DCMAKE_BUILD_TYPE=None -DCMAKE_PREFI
 cmake --build "$work/consumer-build" -j "$jobs" > "$work/consumer-build.log"
 "$work/consumer-build/client"
 "$work/consumer-build/mock_check"
+"$work/consumer-build/interop_check"
 
 echo "== pkg-config: the same program, compiled by hand"
 export PKG_CONFIG_PATH="$work/prefix/lib/pkgconfig"

@@ -27,6 +27,8 @@ class CallAccess {
     return c.metadata_;
   }
   static std::shared_ptr<CancelState> cancel(const ClientContext& c) { return c.cancel_; }
+  static CallKind call_kind(const ClientContext& c) { return c.call_kind_; }
+  static void set_call_kind(ClientContext& c, CallKind kind) { c.call_kind_ = kind; }
   static const std::optional<CompressionAlgorithm>& compression(const ClientContext& c) {
     return c.compression_;
   }
