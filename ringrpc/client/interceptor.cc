@@ -1,5 +1,8 @@
 #include "ringrpc/client/interceptor.h"
 
+#include <google/protobuf/descriptor.h>
+#include <google/protobuf/message.h>
+
 #include <utility>
 
 #include "ringrpc/client/internal/call_access.h"
@@ -12,7 +15,7 @@ using experimental::InterceptionHookPoints;
 
 class CallInterceptors::Batch final : public experimental::InterceptorBatchMethods {
  public:
-  explicit Batch(InterceptionHookPoints point) : point_(point) {}
+  Batch(InterceptionHookPoints point, CallInterceptors* owner) : point_(point), owner_(owner) {}
   bool QueryInterceptionHookPoint(InterceptionHookPoints type) override { return type == point_; }
   void Proceed() override { proceeded_ = true; }
   void Fail(Status status) override {
@@ -21,6 +24,17 @@ class CallInterceptors::Batch final : public experimental::InterceptorBatchMetho
   }
   std::multimap<std::string, std::string>* GetSendInitialMetadata() override { return send_md; }
   std::string* GetSerializedSendMessage() override { return send_message; }
+  const void* GetSendMessage() override {
+    if (send_view_ == nullptr && send_message != nullptr) {
+      send_view_ = View(owner_->Prototype(/*request=*/true), *send_message);
+    }
+    return send_view_.get();
+  }
+  void ModifySendMessage(const void* message) override {
+    if (send_message == nullptr || message == nullptr) return;
+    static_cast<const google::protobuf::MessageLite*>(message)->SerializeToString(send_message);
+    send_view_.reset();  // parsed again if asked
+  }
   const std::multimap<std::string, std::string>* GetRecvInitialMetadata() override {
     return recv_initial;
   }
@@ -28,6 +42,17 @@ class CallInterceptors::Batch final : public experimental::InterceptorBatchMetho
     return recv_trailing;
   }
   std::string* GetSerializedRecvMessage() override { return recv_message; }
+  void* GetRecvMessage() override {
+    if (recv_view_ == nullptr && recv_message != nullptr) {
+      recv_view_ = View(owner_->Prototype(/*request=*/false), *recv_message);
+    }
+    return recv_view_.get();
+  }
+  // After the interceptors: a received message that was looked at as its
+  // type goes on as that (it may have been changed).
+  void StoreRecvView() {
+    if (recv_view_ != nullptr) recv_view_->SerializeToString(recv_message);
+  }
   Status* GetRecvStatus() override { return recv_status; }
 
   InterceptionHookPoints point() const { return point_; }
@@ -44,7 +69,17 @@ class CallInterceptors::Batch final : public experimental::InterceptorBatchMetho
   Status* recv_status = nullptr;
 
  private:
+  static std::unique_ptr<google::protobuf::Message> View(const google::protobuf::Message* type,
+                                                         const std::string& bytes) {
+    if (type == nullptr) return nullptr;
+    std::unique_ptr<google::protobuf::Message> m(type->New());
+    if (!m->ParseFromString(bytes)) return nullptr;  // not this type after all
+    return m;
+  }
+
   InterceptionHookPoints point_;
+  CallInterceptors* owner_;
+  std::unique_ptr<google::protobuf::Message> send_view_, recv_view_;
   bool proceeded_ = false;
   std::optional<Status> failed_;
 };
@@ -101,6 +136,7 @@ std::unique_ptr<CallInterceptors> CallInterceptors::Create(const InterceptorFact
                                                            ClientContext* ctx) {
   if (factories == nullptr || factories->empty()) return nullptr;
   auto out = std::make_unique<CallInterceptors>();
+  out->method_ = method;
   experimental::ClientRpcInfo info(method, ctx, RpcType(*ctx));
   for (const auto& f : *factories) {
     if (experimental::Interceptor* i = f->CreateClientInterceptor(&info))
@@ -108,6 +144,24 @@ std::unique_ptr<CallInterceptors> CallInterceptors::Create(const InterceptorFact
   }
   if (out->list_.empty()) return nullptr;
   return out;
+}
+
+const google::protobuf::Message* CallInterceptors::Prototype(bool request) {
+  if (!types_looked_up_) {
+    types_looked_up_ = true;
+    // "/package.Service/Method" is the method "package.Service.Method".
+    const size_t slash = method_.rfind('/');
+    if (slash != std::string::npos && slash > 1 && method_[0] == '/') {
+      const std::string full = method_.substr(1, slash - 1) + "." + method_.substr(slash + 1);
+      if (const google::protobuf::MethodDescriptor* md =
+              google::protobuf::DescriptorPool::generated_pool()->FindMethodByName(full)) {
+        google::protobuf::MessageFactory* f = google::protobuf::MessageFactory::generated_factory();
+        request_type_ = f->GetPrototype(md->input_type());
+        response_type_ = f->GetPrototype(md->output_type());
+      }
+    }
+  }
+  return request ? request_type_ : response_type_;
 }
 
 Status CallInterceptors::Run(Batch& batch) {
@@ -125,7 +179,7 @@ Status CallInterceptors::Run(Batch& batch) {
 }
 
 Status CallInterceptors::PreSendInitialMetadata(transport::Metadata& md) {
-  Batch b(InterceptionHookPoints::PRE_SEND_INITIAL_METADATA);
+  Batch b(InterceptionHookPoints::PRE_SEND_INITIAL_METADATA, this);
   std::multimap<std::string, std::string> map = ToMap(md);
   b.send_md = &map;
   Status s = Run(b);
@@ -134,34 +188,36 @@ Status CallInterceptors::PreSendInitialMetadata(transport::Metadata& md) {
 }
 
 Status CallInterceptors::PreSendMessage(std::string& message) {
-  Batch b(InterceptionHookPoints::PRE_SEND_MESSAGE);
+  Batch b(InterceptionHookPoints::PRE_SEND_MESSAGE, this);
   b.send_message = &message;
   return Run(b);
 }
 
 Status CallInterceptors::PreSendClose() {
-  Batch b(InterceptionHookPoints::PRE_SEND_CLOSE);
+  Batch b(InterceptionHookPoints::PRE_SEND_CLOSE, this);
   return Run(b);
 }
 
 Status CallInterceptors::PostRecvInitialMetadata(const transport::Metadata& md) {
   if (initial_reported_) return Status();
   initial_reported_ = true;
-  Batch b(InterceptionHookPoints::POST_RECV_INITIAL_METADATA);
+  Batch b(InterceptionHookPoints::POST_RECV_INITIAL_METADATA, this);
   std::multimap<std::string, std::string> map = ToMap(md);
   b.recv_initial = &map;
   return Run(b);
 }
 
 Status CallInterceptors::PostRecvMessage(std::string& message) {
-  Batch b(InterceptionHookPoints::POST_RECV_MESSAGE);
+  Batch b(InterceptionHookPoints::POST_RECV_MESSAGE, this);
   b.recv_message = &message;
-  return Run(b);
+  Status s = Run(b);
+  b.StoreRecvView();
+  return s;
 }
 
 void CallInterceptors::PostRecvStatus(Status& status, const transport::Metadata& initial,
                                       const transport::Metadata& trailing) {
-  Batch b(InterceptionHookPoints::POST_RECV_STATUS);
+  Batch b(InterceptionHookPoints::POST_RECV_STATUS, this);
   std::multimap<std::string, std::string> im = ToMap(initial), tm = ToMap(trailing);
   b.recv_initial = &im;
   b.recv_trailing = &tm;
@@ -171,7 +227,7 @@ void CallInterceptors::PostRecvStatus(Status& status, const transport::Metadata&
 }
 
 void CallInterceptors::PreSendCancel() {
-  Batch b(InterceptionHookPoints::PRE_SEND_CANCEL);
+  Batch b(InterceptionHookPoints::PRE_SEND_CANCEL, this);
   (void)Run(b);  // the call is cancelled whatever they say
 }
 

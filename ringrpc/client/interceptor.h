@@ -21,9 +21,10 @@
 //
 // Each call gets one interceptor per factory (in the factories' order);
 // every hook point of an operation runs them in that order, on the call's
-// CQ thread, for all three call forms. Differences from grpc++: messages
-// are seen serialized (GetSerializedSendMessage / GetSerializedRecvMessage:
-// the bytes, modifiable); Intercept must call Proceed() or Fail(status)
+// CQ thread, for every call form. Messages are seen as bytes
+// (GetSerializedSendMessage / GetSerializedRecvMessage) and as their types
+// (GetSendMessage / GetRecvMessage, parsed when asked). Differences from
+// grpc++: Intercept must call Proceed() or Fail(status)
 // before it returns (no asynchronous Proceed, no Hijack). Fail at
 // PRE_SEND_INITIAL_METADATA ends the call with that status before anything
 // is sent; at a later hook point it cancels the call and the call ends with
@@ -66,11 +67,25 @@ class InterceptorBatchMethods {
   virtual std::multimap<std::string, std::string>* GetSendInitialMetadata() = 0;
   // PRE_SEND_MESSAGE: the message's bytes, modifiable.
   virtual std::string* GetSerializedSendMessage() = 0;
+  // PRE_SEND_MESSAGE: the message as its type (static_cast the pointer to
+  // the method's request type, or to const google::protobuf::Message*), as
+  // grpc++'s: parsed from the bytes when first asked, valid until Intercept
+  // returns. nullptr when the type is not known: a method whose proto is
+  // not in the program's generated descriptor pool (a generic stub's own
+  // path, a lite-runtime proto).
+  virtual const void* GetSendMessage() = 0;
+  // PRE_SEND_MESSAGE: sends `message` (of the request type) instead.
+  virtual void ModifySendMessage(const void* message) = 0;
   // POST_RECV_INITIAL_METADATA / POST_RECV_STATUS: the server's metadata.
   virtual const std::multimap<std::string, std::string>* GetRecvInitialMetadata() = 0;
   virtual const std::multimap<std::string, std::string>* GetRecvTrailingMetadata() = 0;
   // POST_RECV_MESSAGE: the message's bytes, modifiable.
   virtual std::string* GetSerializedRecvMessage() = 0;
+  // POST_RECV_MESSAGE: the message as its type (the method's response
+  // type), modifiable: what the caller gets is what it holds after the
+  // interceptors ran. Parsed when first asked; nullptr when the type is
+  // not known (as GetSendMessage).
+  virtual void* GetRecvMessage() = 0;
   // POST_RECV_STATUS: the call's status, modifiable.
   virtual Status* GetRecvStatus() = 0;
 };

@@ -104,7 +104,8 @@ struct ServerContextLink {
         ctx->TryCancel();
       } else {
         CancelWatch::Handle h = CancelWatch::Get().Add(&server, ctx->cancel_);
-        ctx->server_link_ = std::shared_ptr<void>(nullptr, [h](void*) { CancelWatch::Get().Remove(h); });
+        ctx->server_link_ =
+            std::shared_ptr<void>(nullptr, [h](void*) { CancelWatch::Get().Remove(h); });
       }
     }
     return ctx;

@@ -38,9 +38,9 @@ int64_t MillisSinceEpoch(system_clock::time_point t) {
 struct Seen {
   std::mutex mu;
   std::condition_variable cv;
-  int waiting = 0;         // "wait" calls that started
-  int cancelled = 0;       // "wait" calls that saw IsCancelled()
-  bool released = false;   // "wait" calls may end OK
+  int waiting = 0;                                  // "wait" calls that started
+  int cancelled = 0;                                // "wait" calls that saw IsCancelled()
+  bool released = false;                            // "wait" calls may end OK
   std::optional<ringrpc::StatusCode> front_status;  // the front's ringrpc call
 
   template <typename Pred>
@@ -64,12 +64,15 @@ class Backend final : public helloworld::Greeter::Service {
                         HelloReply* reply) override {
     if (req->name() == "deadline") {
       const system_clock::time_point d = ctx->deadline();
-      reply->set_message(d == system_clock::time_point::max() ? "none"
-                                                             : std::to_string(MillisSinceEpoch(d)));
+      reply->set_message(
+          d == system_clock::time_point::max() ? "none" : std::to_string(MillisSinceEpoch(d)));
       return grpc::Status::OK;
     }
     if (req->name() == "rich") {
-      return {grpc::StatusCode::NOT_FOUND, "no such thing", std::string("\x0a\x03" "abc", 5)};
+      return {grpc::StatusCode::NOT_FOUND, "no such thing",
+              std::string("\x0a\x03"
+                          "abc",
+                          5)};
     }
     if (req->name() == "wait") {
       seen_->Update([&] { ++seen_->waiting; });
@@ -305,7 +308,9 @@ TEST_P(MidTier, ABackendsStatusComesBackWhole) {
   grpc::Status s = Call("rich", &ctx, &reply);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND);
   EXPECT_EQ(s.error_message(), "no such thing");
-  EXPECT_EQ(s.error_details(), std::string("\x0a\x03" "abc", 5));
+  EXPECT_EQ(s.error_details(), std::string("\x0a\x03"
+                                           "abc",
+                                           5));
 }
 
 TEST_P(MidTier, ManyConcurrentCallsEachEndWithTheirOwnOutcome) {
@@ -349,9 +354,9 @@ TEST(StatusConversion, RoundTripsCodeMessageAndDetails) {
   EXPECT_TRUE(ringrpc::FromGrpcStatus(grpc::Status::OK).ok());
   // Every code keeps its number.
   for (int c = 1; c <= 16; ++c) {
-    EXPECT_EQ(static_cast<int>(ringrpc::ToGrpcStatus(
-                                   ringrpc::Status(static_cast<ringrpc::StatusCode>(c), "x"))
-                                   .error_code()),
+    EXPECT_EQ(static_cast<int>(
+                  ringrpc::ToGrpcStatus(ringrpc::Status(static_cast<ringrpc::StatusCode>(c), "x"))
+                      .error_code()),
               c);
   }
 }

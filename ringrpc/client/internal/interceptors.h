@@ -12,6 +12,10 @@
 #include "ringrpc/client/interceptor.h"
 #include "ringrpc/client/transport/metadata.h"
 
+namespace google::protobuf {
+class Message;
+}  // namespace google::protobuf
+
 namespace ringrpc::internal {
 
 using InterceptorFactories =
@@ -39,9 +43,16 @@ class CallInterceptors {
  private:
   class Batch;
   Status Run(Batch& batch);
+  // The method's request or response type, from the generated descriptor
+  // pool; looked up when an interceptor first asks (nullptr: unknown).
+  const google::protobuf::Message* Prototype(bool request);
 
   std::vector<std::unique_ptr<experimental::Interceptor>> list_;
+  std::string method_;
   bool initial_reported_ = false;
+  bool types_looked_up_ = false;
+  const google::protobuf::Message* request_type_ = nullptr;
+  const google::protobuf::Message* response_type_ = nullptr;
 };
 
 }  // namespace ringrpc::internal
