@@ -100,26 +100,8 @@ class ClientReaderWriterInterface : public internal::ClientStreamingInterface,
 
 class BlockingCallBase {
  public:
-  virtual ~BlockingCallBase() {
-    if (!call_) return;
-    if (call_->OnItsThread()) {
-      call_.reset();  // already on its own thread: nothing to wait for
-      return;
-    }
-    if (call_->OnChannelThread()) {
-      // Another CQ thread of the channel: hand the call over, do not wait.
-      ClientCall* call = call_.release();
-      call->Run([](ClientCall* c) -> Task<void> {
-        delete c;
-        co_return;
-      }(call));
-      return;
-    }
-    Run([this]() -> Task<void> {
-      call_.reset();  // released on its own thread
-      co_return;
-    });
-  }
+  // The call is released on its own thread (ClientCall's destructor).
+  virtual ~BlockingCallBase() = default;
 
   // Blocks until the server's initial metadata has arrived (it is then in
   // the ClientContext) or the call has ended, as grpc++'s. Not while

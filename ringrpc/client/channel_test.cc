@@ -291,6 +291,33 @@ TEST(Channel, CoroutineApiOffACqThreadIsRefusedClearly) {
   EXPECT_THAT(t.result().error_message(), HasSubstr("CQ threads"));
 }
 
+// A call from BlockingOpen let go on the caller's thread, unfinished, is
+// released on its own CQ thread before the destructor returns: its
+// ClientContext may go right after, and its connection's one stream slot
+// is free again for the next call.
+TEST(Channel, ACallFromBlockingOpenMayBeDroppedOnTheCallersThread) {
+  auto server = StartServer();
+  ChannelArguments args;
+  args.SetInt("ringrpc.cq_threads", 1);
+  args.SetInt("ringrpc.connections_per_thread", 1);
+  args.SetInt("ringrpc.max_concurrent_streams", 1);
+  auto ch = CreateCustomChannel(server->address(), InsecureChannelCredentials(), args);
+  for (int i = 0; i < 20; ++i) {
+    auto ctx = std::make_unique<ClientContext>();
+    Status open;
+    std::unique_ptr<ClientCall> call =
+        ch->BlockingOpen("/ringrpc.test.TestService/Bidi", ctx.get(), &open);
+    ASSERT_NE(call, nullptr) << open.ToString();
+    call.reset();
+    ctx.reset();
+  }
+  ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  std::string reply;
+  Status s = ch->BlockingUnaryCall(kUnary, &ctx, "", &reply);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+}
+
 TEST(Channel, PickFirstSendsEverythingToTheFirstAddress) {
   auto a = StartServer();
   auto b = StartServer();

@@ -3,6 +3,7 @@
 // again, its replay (the next attempt: stream_retry.cc).
 #include "ringrpc/client/client_call.h"
 
+#include <future>
 #include <memory>
 #include <optional>
 #include <string>
@@ -24,7 +25,36 @@ static_assert(static_cast<int>(transport::Compression::kGzip) ==
               static_cast<int>(transport::Compression::kDeflate) ==
                   static_cast<int>(GRPC_COMPRESS_DEFLATE));
 ClientCall::ClientCall(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
-ClientCall::~ClientCall() = default;
+// The call's state, let go where it lives; `released` (if any) is told
+// once it is gone, also when the loop is destroyed before it ran.
+struct ClientCall::Release {
+  std::unique_ptr<Impl> impl;
+  std::promise<void>* released = nullptr;
+  Release(std::unique_ptr<Impl> i, std::promise<void>* r) : impl(std::move(i)), released(r) {}
+  Release(Release&& o) noexcept
+      : impl(std::move(o.impl)), released(std::exchange(o.released, nullptr)) {}
+  ~Release() {
+    impl.reset();
+    if (released != nullptr) released->set_value();
+  }
+};
+
+// Released on its own thread, whichever thread lets it go: from another of
+// the channel's CQ threads it is handed over (waiting there could
+// deadlock); from any other thread (a Channel::BlockingOpen caller's) the
+// destructor waits, so the ClientContext may go right after it.
+ClientCall::~ClientCall() {
+  if (impl_ == nullptr || OnItsThread()) return;
+  runtime::EventLoop* loop = impl_->loop;
+  auto there = [](Release) -> Task<void> { co_return; };
+  if (OnChannelThread()) {
+    loop->PostSpawn(there(Release(std::move(impl_), nullptr)));
+    return;
+  }
+  std::promise<void> released;
+  loop->PostSpawn(there(Release(std::move(impl_), &released)));
+  released.get_future().wait();
+}
 
 namespace {
 Task<Status> Wrap(Task<absl::Status> t) { co_return Status::FromAbsl(co_await std::move(t)); }

@@ -4,7 +4,9 @@
 // stay behind this one object.
 //
 // Threading: lives on the CQ thread that opened it; every method but
-// Run(), OnItsThread() and OnChannelThread() is called there.
+// Run(), OnItsThread() and OnChannelThread() is called there. It may be
+// destroyed on any thread: it is released on its own (from a thread that
+// is not one of the channel's CQ threads the destructor waits for that).
 //
 //   Status open;
 //   std::unique_ptr<ClientCall> call = co_await channel->Open(method, &ctx, &open);
@@ -79,6 +81,7 @@ class ClientCall {
  private:
   friend class internal::CallOpener;
   struct Impl;
+  struct Release;
   explicit ClientCall(std::unique_ptr<Impl> impl);
   // Read / ReadBuffer through interceptors and a retry's replay.
   template <typename Out>
