@@ -122,6 +122,34 @@ class [[nodiscard]] Task {
   Handle h_ = nullptr;
 };
 
+// A result that is usually there already: a value (awaiting it neither
+// suspends nor allocates a frame) or a Task that makes it. For operations
+// whose slow path must wait, on a warm path that must not pay for a frame.
+//
+//   ReadyOr<Status> Check() { if (fast) return Status(); return SlowCheck(); }
+//   Status s = co_await Check();
+template <typename T>
+class [[nodiscard]] ReadyOr {
+ public:
+  ReadyOr(T value) : value_(std::move(value)) {}     // NOLINT: implicit, as a value
+  ReadyOr(Task<T> task) : task_(std::move(task)) {}  // NOLINT
+  bool ready() const { return value_.has_value(); }
+
+  bool await_ready() const noexcept { return value_.has_value(); }
+  std::coroutine_handle<> await_suspend(std::coroutine_handle<> awaiting) noexcept {
+    task_.handle().promise().continuation = awaiting;
+    return task_.handle();
+  }
+  T await_resume() {
+    if (value_) return std::move(*value_);
+    return task_.handle().promise().Take();
+  }
+
+ private:
+  std::optional<T> value_;
+  Task<T> task_;
+};
+
 namespace task_internal {
 
 template <typename T>

@@ -122,16 +122,13 @@ class BlockingCallBase {
       ok = (co_await call_->Write(OutgoingMessage(std::move(message)),
                                   !options.get_no_compression()))
                .ok();
-      if (ok && options.is_last_message()) call_->WritesDone();
+      if (ok && options.is_last_message()) (void)co_await call_->AwaitWritesDone();
     });
     return ok;
   }
   bool WritesDoneSync() {
     if (!call_ || Refused()) return false;
-    Run([&]() -> Task<void> {
-      call_->WritesDone();
-      co_return;
-    });
+    Run([&]() -> Task<void> { (void)co_await call_->AwaitWritesDone(); });
     return true;
   }
   // The next message's bytes (as received: see ByteBuffer); nullopt at the
@@ -143,7 +140,7 @@ class BlockingCallBase {
       m = co_await call_->ReadBuffer();
       // The server's initial metadata is in the context from the first
       // message on, not only after Finish.
-      if (!metadata_published_) metadata_published_ = call_->PublishInitialMetadata();
+      if (!metadata_published_) metadata_published_ = co_await call_->AwaitPublishInitialMetadata();
     });
     return m;
   }

@@ -215,7 +215,7 @@ Task<Status> CallOpener::PrepareCall(const std::shared_ptr<ChannelState>& self, 
                                      const std::string& method,
                                      const std::optional<std::string>& authority,
                                      transport::Metadata& md,
-                                     std::unique_ptr<CallInterceptors>* interceptors) {
+                                     std::shared_ptr<CallInterceptors>* interceptors) {
   const ChannelState& st = *self;
   if (authority) {
     if (absl::Status s = CheckAuthority(*authority); !s.ok()) co_return Status::FromAbsl(s);
@@ -224,9 +224,13 @@ Task<Status> CallOpener::PrepareCall(const std::shared_ptr<ChannelState>& self, 
     Status s = co_await RunCallCredentials(self, a, method, authority, md);
     if (!s.ok()) co_return s;
   }
-  *interceptors = CallInterceptors::Create(st.config().interceptors.get(), method, a.ctx);
+  *interceptors = CallInterceptors::Create(
+      st.config().interceptors.get(), method, a.ctx,
+      {.loop = &a.loop, .deadline = a.deadline, .cancel = a.cancel, .keep = self});
   if (*interceptors != nullptr) {
-    if (Status s = (*interceptors)->PreSendInitialMetadata(md); !s.ok()) co_return s;
+    // An interceptor may answer later (a token fetched on its own thread).
+    Status s = co_await (*interceptors)->PreSendInitialMetadata(md);
+    if (!s.ok()) co_return s;
   }
   co_return Status();
 }
@@ -274,7 +278,7 @@ Task<std::unique_ptr<ClientCall>> CallOpener::Open(std::shared_ptr<channel::Chan
   Attempt a = NewAttempt(st, *index, loop, ctx, mc, plan);
   transport::Metadata md(CallAccess::metadata(*ctx).begin(), CallAccess::metadata(*ctx).end());
   const std::optional<std::string>& authority = CallAccess::authority(*ctx);
-  std::unique_ptr<CallInterceptors> interceptors;
+  std::shared_ptr<CallInterceptors> interceptors;
   if (NeedsPreparing(st, *ctx)) {
     Status s = co_await PrepareCall(self, a, method, authority, md, &interceptors);
     if (!s.ok()) {
@@ -317,7 +321,7 @@ Task<std::unique_ptr<ClientCall>> CallOpener::Open(std::shared_ptr<channel::Chan
 
 std::unique_ptr<ClientCall> CallOpener::MakeCall(
     const std::shared_ptr<ChannelState>& self, Attempt& a, SubchannelLease leased,
-    std::unique_ptr<transport::Call> call, std::unique_ptr<CallInterceptors> interceptors,
+    std::unique_ptr<transport::Call> call, std::shared_ptr<CallInterceptors> interceptors,
     const channel::ActiveConfig& active, const channel::MethodConfig* mc, const AttemptPlan* plan,
     bool whole_call, AttemptRecord& record) {
   ChannelState& st = *self;
@@ -330,6 +334,7 @@ std::unique_ptr<ClientCall> CallOpener::MakeCall(
   impl->lease = std::move(leased);
   impl->call = std::move(call);
   impl->interceptors = std::move(interceptors);
+  if (impl->interceptors != nullptr) impl->interceptors->Opened();
   impl->alive = std::make_shared<ClientCall::Impl::CancelTarget>(
       ClientCall::Impl::CancelTarget{impl->call.get(), &a.loop, impl->interceptors.get()});
   // The policy follows the call from here (least_request's counts).

@@ -196,7 +196,8 @@ class ReactorCore : public std::enable_shared_from_this<ReactorCore> {
     if (call_ != nullptr) {
       std::optional<ByteBuffer> m = co_await call_->ReadBuffer();
       if (m) {
-        ReportMetadata(call_->PublishInitialMetadata());  // as in grpc++: first
+        const bool published = co_await call_->AwaitPublishInitialMetadata();
+        ReportMetadata(published);  // as in grpc++: first
         if (out.raw != nullptr) {
           *out.raw = std::move(*m).TakeString();
           ok = true;
@@ -219,9 +220,9 @@ class ReactorCore : public std::enable_shared_from_this<ReactorCore> {
     if (call_ != nullptr) {
       if (op.kind == Kind::kWrite) {
         ok = (co_await call_->Write(OutgoingMessage(std::move(op.bytes)), op.compress)).ok();
-        if (ok && op.last) call_->WritesDone();
+        if (ok && op.last) (void)co_await call_->AwaitWritesDone();
       } else {
-        call_->WritesDone();
+        (void)co_await call_->AwaitWritesDone();
         ok = true;
       }
     }

@@ -69,14 +69,21 @@ Task<Status> ClientCall::Write(std::string_view message, bool compress) {
 
 Task<Status> ClientCall::Write(OutgoingMessage message, bool compress) {
   if (impl_->interceptors != nullptr) {
-    // Interceptors see (and may change) the message as a string of its own.
-    std::string m(message.bytes());
-    if (Status s = impl_->interceptors->PreSendMessage(m); !s.ok()) {
-      impl_->Fail(s);
-      return [](Status s) -> Task<Status> { co_return s; }(s);
-    }
-    message = OutgoingMessage(std::move(m));
+    return [](ClientCall* self, OutgoingMessage message, bool compress) -> Task<Status> {
+      // Interceptors see (and may change) the message as a string of its own.
+      std::string m(message.bytes());
+      Status s = co_await self->impl_->interceptors->PreSendMessage(m);
+      if (!s.ok()) {
+        self->impl_->Fail(s);
+        co_return s;
+      }
+      co_return co_await self->WriteIntercepted(OutgoingMessage(std::move(m)), compress);
+    }(this, std::move(message), compress);
   }
+  return WriteIntercepted(std::move(message), compress);
+}
+
+Task<Status> ClientCall::WriteIntercepted(OutgoingMessage message, bool compress) {
   if (impl_->replay == nullptr) {
     return Wrap(impl_->call->Write(message, compress));  // queued before this returns
   }
@@ -101,14 +108,39 @@ Task<Status> ClientCall::Write(OutgoingMessage message, bool compress) {
 }
 bool ClientCall::never_sent() const { return impl_->call->never_sent(); }
 void ClientCall::WritesDone() {
-  if (impl_->interceptors != nullptr) {
-    if (Status s = impl_->interceptors->PreSendClose(); !s.ok()) {
-      impl_->Fail(s);
-      return;
+  ReadyOr<Status> done = AwaitWritesDone();
+  if (!done.ready()) (void)LateAnswer("WritesDone");
+}
+
+ReadyOr<Status> ClientCall::AwaitWritesDone() {
+  if (std::exchange(impl_->writes_done, true)) return Status();
+  auto close = [](Impl* impl, Status s) {
+    if (!s.ok()) {
+      impl->Fail(s);
+      return s;
     }
-  }
-  if (impl_->replay != nullptr) impl_->replay->writes_done = true;
-  impl_->call->WritesDone();
+    if (impl->replay != nullptr) impl->replay->writes_done = true;
+    impl->call->WritesDone();
+    return s;
+  };
+  if (impl_->interceptors == nullptr) return close(impl_.get(), Status());
+  ReadyOr<Status> hooks = impl_->interceptors->PreSendClose();
+  if (hooks.ready()) return close(impl_.get(), hooks.await_resume());
+  return [](Impl* impl, ReadyOr<Status> hooks, decltype(close) close) -> Task<Status> {
+    Status s = co_await hooks;
+    co_return close(impl, std::move(s));
+  }(impl_.get(), std::move(hooks), close);
+}
+
+Status ClientCall::LateAnswer(const char* method) {
+  Status s(StatusCode::INTERNAL,
+           std::string("an interceptor answers later (Proceed or Fail after Intercept returned), "
+                       "and ClientCall::") +
+               method +
+               " cannot wait for it: use the awaited methods (Write, Read, "
+               "ReadInitialMetadata, Finish) or a generated stub's call forms");
+  impl_->Fail(s);
+  return s;
 }
 Task<std::optional<std::string>> ClientCall::Read() {
   if (impl_->interceptors == nullptr && impl_->replay == nullptr) return impl_->call->Read();
@@ -148,8 +180,8 @@ Task<std::optional<Out>> ClientCall::ReadThrough(Impl* impl) {
   }
   // Interceptors see (and may change) the message as one string.
   std::string flat = std::move(*m).TakeString();
-  Status s = impl->interceptors->PostRecvInitialMetadata(impl->call->initial_metadata());
-  if (s.ok()) s = impl->interceptors->PostRecvMessage(flat);
+  Status s = co_await impl->interceptors->PostRecvInitialMetadata(impl->call->initial_metadata());
+  if (s.ok()) s = co_await impl->interceptors->PostRecvMessage(flat);
   if (!s.ok()) {
     impl->Fail(s);
     co_return std::nullopt;
@@ -191,20 +223,32 @@ Task<bool> ClientCall::ReadInitialMetadata() {
     internal::CallAccess::SetInitialResults(*impl_->ctx, *impl_->call, impl_->sc->record->name(),
                                             /*publish=*/true);
   }
-  co_return PublishInitialMetadata();
+  co_return co_await AwaitPublishInitialMetadata();
 }
 
 bool ClientCall::PublishInitialMetadata() {
+  ReadyOr<bool> published = AwaitPublishInitialMetadata();
+  if (published.ready()) return published.await_resume();
+  (void)LateAnswer("PublishInitialMetadata");
+  return false;
+}
+
+ReadyOr<bool> ClientCall::AwaitPublishInitialMetadata() {
   if (!impl_->call->headers_received()) return false;
-  if (impl_->interceptors != nullptr) {
-    if (Status s = impl_->interceptors->PostRecvInitialMetadata(impl_->call->initial_metadata());
-        !s.ok()) {
-      impl_->Fail(s);
-    }
-  }
-  internal::CallAccess::SetInitialResults(*impl_->ctx, *impl_->call, impl_->sc->record->name(),
-                                          /*publish=*/true);
-  return true;
+  auto publish = [](Impl* impl, Status s) {
+    if (!s.ok()) impl->Fail(s);
+    internal::CallAccess::SetInitialResults(*impl->ctx, *impl->call, impl->sc->record->name(),
+                                            /*publish=*/true);
+    return true;
+  };
+  if (impl_->interceptors == nullptr) return publish(impl_.get(), Status());
+  ReadyOr<Status> hooks =
+      impl_->interceptors->PostRecvInitialMetadata(impl_->call->initial_metadata());
+  if (hooks.ready()) return publish(impl_.get(), hooks.await_resume());
+  return [](Impl* impl, ReadyOr<Status> hooks, decltype(publish) publish) -> Task<bool> {
+    Status s = co_await hooks;
+    co_return publish(impl, std::move(s));
+  }(impl_.get(), std::move(hooks), publish);
 }
 
 Task<Status> ClientCall::Finish() {
@@ -217,12 +261,19 @@ Task<Status> ClientCall::Finish() {
     if (impl_->replay == nullptr) break;
     if (!co_await internal::CallOpener::NextStreamAttempt(impl_.get(), generation)) break;
   }
-  co_return FinishNow();
+  co_return co_await AwaitFinishNow();
 }
 
 bool ClientCall::finished() const { return impl_->call->finished(); }
 
 Status ClientCall::FinishNow() {
+  ReadyOr<Status> status = AwaitFinishNow();
+  if (status.ready()) return status.await_resume();
+  impl_->final_status = LateAnswer("FinishNow");
+  return *impl_->final_status;
+}
+
+ReadyOr<Status> ClientCall::AwaitFinishNow() {
   internal::CallAccess::SetResults(*impl_->ctx, *impl_->call, impl_->call->trailing_metadata(),
                                    impl_->sc->record->name());
   if (impl_->replay != nullptr) {
@@ -236,18 +287,33 @@ Status ClientCall::FinishNow() {
   if (impl_->interceptors == nullptr) {
     return Status::FromAbsl(*impl_->call->status(), impl_->call->status_details().value_or(""));
   }
-  if (!impl_->final_status) {  // interceptors see the status once
-    Status s = impl_->failed ? *impl_->failed
-                             : Status::FromAbsl(*impl_->call->status(),
-                                                impl_->call->status_details().value_or(""));
-    if (impl_->call->headers_received()) {
-      (void)impl_->interceptors->PostRecvInitialMetadata(impl_->call->initial_metadata());
-    }
-    impl_->interceptors->PostRecvStatus(s, impl_->call->initial_metadata(),
-                                        impl_->call->trailing_metadata());
-    impl_->final_status = std::move(s);
+  if (impl_->final_status) return *impl_->final_status;  // interceptors see it once
+  Status s = impl_->failed ? *impl_->failed
+                           : Status::FromAbsl(*impl_->call->status(),
+                                              impl_->call->status_details().value_or(""));
+  ReadyOr<Status> initial = Status();
+  if (impl_->call->headers_received()) {
+    initial = impl_->interceptors->PostRecvInitialMetadata(impl_->call->initial_metadata());
   }
-  return *impl_->final_status;
+  if (initial.ready()) {
+    (void)initial.await_resume();
+    ReadyOr<Status> hooks = impl_->interceptors->PostRecvStatus(
+        std::move(s), impl_->call->initial_metadata(), impl_->call->trailing_metadata());
+    if (hooks.ready()) {
+      impl_->final_status = hooks.await_resume();
+      return *impl_->final_status;
+    }
+    return [](Impl* impl, ReadyOr<Status> hooks) -> Task<Status> {
+      impl->final_status = co_await hooks;
+      co_return *impl->final_status;
+    }(impl_.get(), std::move(hooks));
+  }
+  return [](Impl* impl, ReadyOr<Status> initial, Status s) -> Task<Status> {
+    (void)co_await initial;
+    impl->final_status = co_await impl->interceptors->PostRecvStatus(
+        std::move(s), impl->call->initial_metadata(), impl->call->trailing_metadata());
+    co_return *impl->final_status;
+  }(impl_.get(), std::move(initial), std::move(s));
 }
 
 Status ClientCall::WriteNow(std::string_view message) {
@@ -258,18 +324,35 @@ Status ClientCall::WriteNow(std::string_view message) {
 }
 
 Status ClientCall::WriteNow(const OutgoingMessage& message) {
+  ReadyOr<Status> written = AwaitWriteNow(message);
+  if (written.ready()) return written.await_resume();
+  return LateAnswer("WriteNow");
+}
+
+ReadyOr<Status> ClientCall::AwaitWriteNow(const OutgoingMessage& message) {
   if (impl_->interceptors == nullptr) {
     impl_->Remember(message, true);
     return Status::FromAbsl(impl_->call->Enqueue(message));
   }
-  std::string m(message.bytes());
-  if (Status s = impl_->interceptors->PreSendMessage(m); !s.ok()) {
-    impl_->Fail(s);
-    return s;
-  }
-  OutgoingMessage changed(std::move(m));
-  impl_->Remember(changed, true);
-  return Status::FromAbsl(impl_->call->Enqueue(changed));
+  auto enqueue = [](Impl* impl, Status s, std::string m) {
+    if (!s.ok()) {
+      impl->Fail(s);
+      return s;
+    }
+    OutgoingMessage changed(std::move(m));
+    impl->Remember(changed, true);
+    return Status::FromAbsl(impl->call->Enqueue(changed));
+  };
+  // The hook writes the message back when it is answered, maybe later:
+  // into a string that lives until then.
+  auto m = std::make_shared<std::string>(message.bytes());
+  ReadyOr<Status> hooks = impl_->interceptors->PreSendMessage(*m);
+  if (hooks.ready()) return enqueue(impl_.get(), hooks.await_resume(), std::move(*m));
+  return [](Impl* impl, ReadyOr<Status> hooks, std::shared_ptr<std::string> m,
+            decltype(enqueue) enqueue) -> Task<Status> {
+    Status s = co_await hooks;
+    co_return enqueue(impl, std::move(s), std::move(*m));
+  }(impl_.get(), std::move(hooks), m, enqueue);
 }
 
 }  // namespace ringrpc

@@ -8,6 +8,13 @@
 // destroyed on any thread: it is released on its own (from a thread that
 // is not one of the channel's CQ threads the destructor waits for that).
 //
+// Interceptors that answer later (Proceed from another thread): the
+// awaited methods (Write, Read, ReadInitialMetadata, Finish) wait for the
+// answer. The ones that do not wait (WriteNow, WritesDone,
+// PublishInitialMetadata, FinishNow) cannot: at their hook points an
+// interceptor must answer inside Intercept, or the call fails INTERNAL
+// saying so. The generated stubs' call forms wait at every hook point.
+//
 //   Status open;
 //   std::unique_ptr<ClientCall> call = co_await channel->Open(method, &ctx, &open);
 //   co_await call->Write(request_bytes);
@@ -29,7 +36,9 @@
 namespace ringrpc {
 namespace internal {
 class CallOpener;
+class ReactorCore;
 }  // namespace internal
+class BlockingCallBase;
 
 // One open call: the stream plus the connection lease it runs on. Lives on
 // the CQ thread that opened it.
@@ -80,8 +89,21 @@ class ClientCall {
 
  private:
   friend class internal::CallOpener;
+  friend class internal::ReactorCore;
+  friend class BlockingCallBase;
   struct Impl;
   struct Release;
+  // WriteNow, WritesDone, PublishInitialMetadata and FinishNow, awaited: at
+  // once unless an interceptor answers later (the call forms use these).
+  ReadyOr<Status> AwaitWriteNow(const OutgoingMessage& message);
+  ReadyOr<Status> AwaitWritesDone();
+  ReadyOr<bool> AwaitPublishInitialMetadata();
+  ReadyOr<Status> AwaitFinishNow();
+  // After the interceptors let a message through: queued, or sent again by
+  // the next attempt.
+  Task<Status> WriteIntercepted(OutgoingMessage message, bool compress);
+  // A synchronous method met an interceptor that answers later.
+  Status LateAnswer(const char* method);
   explicit ClientCall(std::unique_ptr<Impl> impl);
   // Read / ReadBuffer through interceptors and a retry's replay.
   template <typename Out>

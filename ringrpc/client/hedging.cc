@@ -66,9 +66,9 @@ Task<void> CallOpener::HedgedCopy(std::shared_ptr<ChannelState> self, const std:
   channel::AttemptEnd end;
   if (call != nullptr) {
     h->open.push_back(call.get());
-    if (h->abandoned) call->Cancel();  // decided while this one opened
-    (void)call->WriteNow(*request);    // a failed write ends the call
-    call->WritesDone();
+    if (h->abandoned) call->Cancel();              // decided while this one opened
+    (void)co_await call->AwaitWriteNow(*request);  // a failed write ends the call
+    (void)co_await call->AwaitWritesDone();
     co_await call->impl_->call->WaitForInitialMetadata();
     if (call->impl_->call->initial_metadata_received() && !h->final && h->committed == nullptr) {
       h->committed = call.get();  // its server answered first
@@ -86,7 +86,7 @@ Task<void> CallOpener::HedgedCopy(std::shared_ptr<ChannelState> self, const std:
   if (!lost) {
     // Only a copy that may be the call's writes its results into the
     // context (and runs the interceptors' status hooks).
-    if (call != nullptr) s = call->FinishNow();
+    if (call != nullptr) s = co_await call->AwaitFinishNow();
     end.code = static_cast<int>(s.error_code());
     const channel::HedgingState::CopyDecision d = h->state.OnCopyEnded(end);
     using V = channel::HedgingState::CopyVerdict;

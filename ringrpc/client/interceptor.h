@@ -23,13 +23,21 @@
 // every hook point of an operation runs them in that order, on the call's
 // CQ thread, for every call form. Messages are seen as bytes
 // (GetSerializedSendMessage / GetSerializedRecvMessage) and as their types
-// (GetSendMessage / GetRecvMessage, parsed when asked). Differences from
-// grpc++: Intercept must call Proceed() or Fail(status)
-// before it returns (no asynchronous Proceed, no Hijack). Fail at
-// PRE_SEND_INITIAL_METADATA ends the call with that status before anything
-// is sent; at a later hook point it cancels the call and the call ends with
-// that status. A channel without interceptors pays one pointer test per
-// operation.
+// (GetSendMessage / GetRecvMessage, parsed when asked).
+//
+// An interceptor answers with Proceed() or Fail(status): inside Intercept,
+// or later from any thread, as in grpc++ (a token fetched off the call's
+// thread). Until it answers, the batch and what it holds are its own, to
+// read and change from that thread; the call waits, and the next
+// interceptor runs on the call's CQ thread. The wait ends at the call's
+// deadline or TryCancel (the call ends DEADLINE_EXCEEDED / CANCELLED,
+// naming the interceptor and the hook point); the batch and the call's
+// interceptors live until the answer comes, so a late answer is always
+// safe. PRE_SEND_CANCEL is not waited for. Different from grpc++: no
+// Hijack; Fail at PRE_SEND_INITIAL_METADATA ends the call with that status
+// before anything is sent, at a later hook point it cancels the call and
+// the call ends with that status. A channel without interceptors pays one
+// pointer test per operation.
 #ifndef RINGRPC_CLIENT_INTERCEPTOR_H_
 #define RINGRPC_CLIENT_INTERCEPTOR_H_
 
@@ -59,7 +67,8 @@ class InterceptorBatchMethods {
  public:
   virtual ~InterceptorBatchMethods() = default;
   virtual bool QueryInterceptionHookPoint(InterceptionHookPoints type) = 0;
-  // On to the next interceptor (then the operation).
+  // On to the next interceptor (then the operation). Any thread, inside
+  // Intercept or after it returned; once per Intercept.
   virtual void Proceed() = 0;
   // Ends the call with `status` (ringrpc's; grpc++ would hijack).
   virtual void Fail(Status status) = 0;

@@ -17,6 +17,7 @@
 #include "ringrpc/client/callback_reactor.h"
 #include "ringrpc/client/generic_stub.h"
 #include "tests/proto/echo_test.ringrpc.pb.h"
+#include "tests/testing/hook_log.h"
 #include "tests/testing/server_process.h"
 
 namespace ringrpc {
@@ -34,29 +35,9 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using Hook = InterceptionHookPoints;
 
-constexpr Hook kHooks[] = {Hook::PRE_SEND_INITIAL_METADATA,
-                           Hook::PRE_SEND_MESSAGE,
-                           Hook::PRE_SEND_CLOSE,
-                           Hook::POST_RECV_INITIAL_METADATA,
-                           Hook::POST_RECV_MESSAGE,
-                           Hook::POST_RECV_STATUS,
-                           Hook::PRE_SEND_CANCEL};
-constexpr const char* kHookNames[] = {"send_md",  "send_msg", "close", "recv_md",
-                                      "recv_msg", "status",   "cancel"};
-
-// Shared by the interceptors of a test.
-struct Log {
-  std::mutex mu;
-  std::vector<std::string> lines;
-  void Add(std::string s) {
-    std::lock_guard<std::mutex> lock(mu);
-    lines.push_back(std::move(s));
-  }
-  std::vector<std::string> Take() {
-    std::lock_guard<std::mutex> lock(mu);
-    return std::exchange(lines, {});
-  }
-};
+using testing::kHookNames;
+using testing::kHooks;
+using Log = testing::HookLog;
 
 // What each test's interceptor does at a hook point (then it proceeds,
 // unless the action failed the call).
@@ -376,22 +357,6 @@ TEST_F(InterceptorTest, TryCancelRunsThePreSendCancelHook) {
   EXPECT_EQ(done.get_future().get().error_code(), StatusCode::CANCELLED);
   std::vector<std::string> lines = log_.Take();
   EXPECT_NE(std::find(lines.begin(), lines.end(), "c:cancel"), lines.end());
-}
-
-TEST_F(InterceptorTest, AnInterceptorThatNeitherProceedsNorFailsIsAClearError) {
-  class Silent final : public Interceptor {
-    void Intercept(InterceptorBatchMethods*) override {}
-  };
-  class SilentFactory final : public ClientInterceptorFactoryInterface {
-    Interceptor* CreateClientInterceptor(ClientRpcInfo*) override { return new Silent; }
-  };
-  auto stub = Stub(List(std::make_unique<SilentFactory>()));
-  ClientContext ctx;
-  EchoRequest req;
-  EchoResponse resp;
-  Status s = stub->Unary(&ctx, req, &resp);
-  EXPECT_EQ(s.error_code(), StatusCode::INTERNAL);
-  EXPECT_THAT(s.error_message(), HasSubstr("without calling Proceed() or Fail()"));
 }
 
 TEST_F(InterceptorTest, ClientRpcInfoSaysEachCallsKindInEveryForm) {

@@ -144,13 +144,15 @@ Task<Status> CallOpener::Unary(std::shared_ptr<channel::ChannelState> self, std:
     std::optional<ByteBuffer> reply;
     bool timed_out = false;
     if (call != nullptr) {
-      (void)call->WriteNow(request);  // one message: no wait for room; a failed
-      call->WritesDone();             // write ends the call (Finish says why)
+      // One message: no wait for room (a failed write ends the call, and
+      // Finish says why), unless an interceptor answers later.
+      (void)co_await call->AwaitWriteNow(request);
+      (void)co_await call->AwaitWritesDone();
       if (recv_timeout) timed_out = !co_await AnsweredWithin(*call, *recv_timeout);
       reply = co_await call->ReadBuffer();
       // (No co_await inside ?: — GCC 12 mishandles the temporaries there.)
       if (call->finished()) {
-        s = call->FinishNow();
+        s = co_await call->AwaitFinishNow();
       } else {
         s = co_await call->Finish();
       }

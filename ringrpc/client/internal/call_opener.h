@@ -130,11 +130,11 @@ class CallOpener {
                                   const std::string& method,
                                   const std::optional<std::string>& authority,
                                   transport::Metadata& md,
-                                  std::unique_ptr<CallInterceptors>* interceptors);
+                                  std::shared_ptr<CallInterceptors>* interceptors);
   static std::unique_ptr<ClientCall> MakeCall(const std::shared_ptr<channel::ChannelState>& self,
                                               Attempt& a, channel::SubchannelLease leased,
                                               std::unique_ptr<transport::Call> call,
-                                              std::unique_ptr<CallInterceptors> interceptors,
+                                              std::shared_ptr<CallInterceptors> interceptors,
                                               const channel::ActiveConfig& active,
                                               const channel::MethodConfig* mc,
                                               const AttemptPlan* plan, bool whole_call,

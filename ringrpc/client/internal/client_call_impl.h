@@ -38,11 +38,13 @@ struct ClientCall::Impl final : transport::Call::EndObserver {
   channel::SubchannelLease lease;  // destroyed after `call`
   std::unique_ptr<transport::Call> call;
   // The channel's interceptors for this call (null: none).
-  std::unique_ptr<internal::CallInterceptors> interceptors;
+  std::shared_ptr<internal::CallInterceptors> interceptors;
   // Set when an interceptor failed the call: its status, which Finish
   // reports; and the status once interceptors have seen it.
   std::optional<Status> failed;
   std::optional<Status> final_status;
+  // WritesDone ran (its hook once, as grpc++'s; a second one is a no-op).
+  bool writes_done = false;
   // What a TryCancel from another thread reaches (through a weak pointer).
   struct CancelTarget {
     transport::Call* call;
