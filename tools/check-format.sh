@@ -10,15 +10,16 @@ if [ "${1:-}" = "--fix" ]; then
   clang-format -i "${files[@]}"
   exit 0
 fi
-bad=0
-for f in "${files[@]}"; do
-  if ! clang-format --dry-run -Werror "$f" >/dev/null 2>&1; then
+# One clang-format for all files (one process per file took 30 s of a
+# 2-core machine): it reports each violation as "FILE:LINE:COL: error:".
+if ! out=$(clang-format --dry-run -Werror "${files[@]}" 2>&1); then
+  mapfile -t bad < <(grep -oE '^[^:]+:[0-9]+:[0-9]+: error: ' <<< "$out" | cut -d: -f1 | sort -u)
+  for f in "${bad[@]}"; do
     echo "check-format: $f differs from clang-format (tools/check-format.sh --fix)"
-    bad=$((bad + 1))
-  fi
-done
-if [ "$bad" -ne 0 ]; then
-  echo "check-format: $bad of ${#files[@]} files differ"
+  done
+  # Anything else (a file clang-format could not read): as it said it.
+  [ "${#bad[@]}" -eq 0 ] && echo "$out" | head -20
+  echo "check-format: ${#bad[@]} of ${#files[@]} files differ"
   exit 1
 fi
 echo "check-format: ${#files[@]} files as clang-format writes them"
