@@ -13,6 +13,7 @@ set(RINGRPC_SOURCES
   ringrpc/client/channel/address_states.cc
   ringrpc/client/channel/builtin_resolvers.cc
   ringrpc/client/channel/call_metrics_table.cc
+  ringrpc/client/channel/change_signal.cc
   ringrpc/client/channel/channel_config.cc
   ringrpc/client/channel/channel_pick.cc
   ringrpc/client/channel/channel_state.cc
@@ -85,6 +86,7 @@ set(RINGRPC_HEADERS
   ringrpc/client/channel/backoff.h
   ringrpc/client/channel/builtin_resolvers.h
   ringrpc/client/channel/call_metrics_table.h
+  ringrpc/client/channel/change_signal.h
   ringrpc/client/channel/channel_config.h
   ringrpc/client/channel/channel_state.h
   ringrpc/client/channel/connectivity_state.h

@@ -261,7 +261,7 @@ Task<std::unique_ptr<ClientCall>> CallOpener::Open(std::shared_ptr<channel::Chan
   runtime::EventLoop& loop = st.cq()->loop(*index);
   st.LeaveIdle();
   if ((plan == nullptr || plan->config == nullptr) && Unresolved(st)) {
-    co_await AwaitFirstResolution(st, loop, *ctx);
+    co_await AwaitFirstResolution(st, *index, loop, *ctx);
   }
   // The service config in force when the call started (the resolver's or
   // the default; gRFC A21) and its entry for the method (read-only,

@@ -368,6 +368,60 @@ TEST(Channel, ResolverSwitchUnderLoadLosesNoCallAndMovesEveryNewCall) {
   EXPECT_GE(m.retired[size_t(pool::RetireReason::kPoolClosed)], 1u) << m.ToString();
 }
 
+// Calls made before the resolver's first answer wait for it (as gRPC queues
+// them) and start when it comes, woken by the answer itself: with no timer
+// to look again, a lost wake-up would wait out the 30 s deadline.
+TEST(Channel, CallsWaitingForTheFirstResolutionStartWhenItComes) {
+  auto server = StartServer();
+  auto resolver = std::make_shared<ManualResolver>();
+  ChannelArguments args;
+  args.SetInt("ringrpc.cq_threads", 3);
+  auto ch = CreateChannelWithResolver("test", resolver, args);
+  std::vector<std::future<Status>> calls;
+  for (int i = 0; i < 6; ++i) {
+    calls.push_back(std::async(std::launch::async, [&] {
+      ClientContext ctx;
+      ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+      return Echo(*ch, "first", nullptr, &ctx);
+    }));
+  }
+  std::this_thread::sleep_for(milliseconds(200));
+  for (auto& c : calls) EXPECT_EQ(c.wait_for(milliseconds(0)), std::future_status::timeout);
+  resolver->Push(AddressList{*transport::Address::Parse(server->address())});
+  for (auto& c : calls) {
+    Status s = c.get();
+    EXPECT_TRUE(s.ok()) << s.error_message();
+  }
+  EXPECT_EQ(ServerCalls(*server), 6);
+}
+
+// After a resolver error a fail-fast call fails with it, and a
+// wait_for_ready call waits for the next answer (as gRPC queues
+// wait_for_ready calls), woken by it.
+TEST(Channel, AWaitForReadyCallAfterAResolverErrorStartsOnTheNextAnswer) {
+  auto server = StartServer();
+  auto resolver = std::make_shared<ManualResolver>();
+  auto ch = CreateChannelWithResolver("test", resolver, ChannelArguments());
+  resolver->Push(absl::UnavailableError("the name service is down"));
+  {
+    ClientContext ctx;
+    Status s = Echo(*ch, "fast", nullptr, &ctx);
+    EXPECT_EQ(s.error_code(), StatusCode::UNAVAILABLE);
+    EXPECT_TRUE(absl::StrContains(s.error_message(), "the name service is down"))
+        << s.error_message();
+  }
+  std::future<Status> waiting = std::async(std::launch::async, [&] {
+    ClientContext ctx;
+    ctx.set_wait_for_ready(true);
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+    return Echo(*ch, "patient", nullptr, &ctx);
+  });
+  EXPECT_EQ(waiting.wait_for(milliseconds(200)), std::future_status::timeout);
+  resolver->Push(AddressList{*transport::Address::Parse(server->address())});
+  Status s = waiting.get();
+  EXPECT_TRUE(s.ok()) << s.error_message();
+}
+
 TEST(Channel, TryCancelFromAnotherThreadEndsTheCallCancelled) {
   auto server = StartServer();
   auto ch = CreateChannel(server->address(), InsecureChannelCredentials());

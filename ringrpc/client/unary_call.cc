@@ -128,7 +128,7 @@ Task<Status> CallOpener::Unary(std::shared_ptr<channel::ChannelState> self, std:
   // attempt (and hedged copy) without being copied.
   OutgoingMessage request(std::move(serialized));
   if (index && ctx != nullptr && Unresolved(st)) {
-    co_await AwaitFirstResolution(st, st.cq()->loop(*index), *ctx);
+    co_await AwaitFirstResolution(st, *index, st.cq()->loop(*index), *ctx);
   }
   UnaryPlan p = PlanUnary(st, index, method, ctx, request.size());
   std::optional<Status> done;

@@ -131,8 +131,10 @@ bool ChannelState::AnotherUsable(size_t thread, const std::shared_ptr<Subchannel
   });
 }
 
-ChannelState::NoPick ChannelState::WhyNoPick(size_t thread, std::string_view group) const {
-  const std::vector<std::shared_ptr<Subchannel>>& list = ListFor(Own(thread), group);
+ChannelState::NoPick ChannelState::WhyNoPick(size_t thread, std::string_view group) {
+  PerThread& pt = Own(thread);
+  Refresh(pt);
+  const std::vector<std::shared_ptr<Subchannel>>& list = ListFor(pt, group);
   if (list.empty() && !group.empty()) {
     return {.error = absl::UnavailableError(
                 absl::StrCat("no address to call: the resolver routed the call to \"",

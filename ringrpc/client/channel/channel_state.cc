@@ -76,6 +76,7 @@ std::shared_ptr<ChannelState> ChannelState::Create(const ChannelArguments& args)
       }
     }
   }
+  state->changes_ = ChangeSignal::Create(state->cq_ ? state->cq_->size() : 0);
   if (state->cq_) {
     state->per_thread_ = std::vector<PerThread>(state->cq_->size());
     if (state->config_.call_metrics || args.call_metrics_recorder()) {
@@ -93,7 +94,7 @@ std::shared_ptr<ChannelState> ChannelState::Create(const ChannelArguments& args)
 // interval). As gRPC's LB policies do.
 class ChannelState::SubchannelWatcher final : public SubchannelEventListener {
  public:
-  SubchannelWatcher(std::weak_ptr<Resolver> r, std::shared_ptr<StateSignal> signal)
+  SubchannelWatcher(std::weak_ptr<Resolver> r, std::shared_ptr<ChangeSignal> signal)
       : resolver_(std::move(r)), signal_(std::move(signal)) {}
   void OnSubchannelEvent(const SubchannelEvent& e) override {
     if (e.kind == SubchannelEvent::Kind::kConnectionLost ||
@@ -105,7 +106,7 @@ class ChannelState::SubchannelWatcher final : public SubchannelEventListener {
 
  private:
   const std::weak_ptr<Resolver> resolver_;
-  const std::shared_ptr<StateSignal> signal_;
+  const std::shared_ptr<ChangeSignal> signal_;
 };
 
 void ChannelState::Start(const std::shared_ptr<ChannelState>& state,
@@ -124,7 +125,7 @@ void ChannelState::Start(const std::shared_ptr<ChannelState>& state,
     seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
   }
   state->resolver_ = std::move(resolver);
-  state->watcher_ = std::make_shared<SubchannelWatcher>(state->resolver_, state->state_signal_);
+  state->watcher_ = std::make_shared<SubchannelWatcher>(state->resolver_, state->changes_);
   std::weak_ptr<ChannelState> weak = state;
   if (state->config_.client_idle_timeout && state->cq_) {
     state->SpawnOn(0, IdleWatch(state, state->cq_->loop(0), *state->config_.client_idle_timeout));
@@ -272,12 +273,12 @@ absl::Status ChannelState::resolver_config_error() const {
 void ChannelState::OnResolverUpdate(absl::StatusOr<ResolverResult> result) {
   struct MarkResolved {
     std::atomic<bool>& flag;
-    StateSignal& signal;
+    ChangeSignal& signal;
     ~MarkResolved() {
       flag.store(true, std::memory_order_release);
       signal.Ring();  // the state may have changed: WaitForStateChange looks
     }
-  } mark{resolved_once_, *state_signal_};
+  } mark{resolved_once_, *changes_};
   if (!result.ok()) {
     MutexLock lock(&mu_);
     resolver_error_ = result.status();
@@ -396,26 +397,17 @@ ConnectivityState ChannelState::Aggregate() const {
       resolved_once());
 }
 
-void ChannelState::NotifyStateChange() { state_signal_->Ring(); }
+void ChannelState::NotifyStateChange() { changes_->Ring(); }
 
 ConnectivityState ChannelState::WaitForStateOtherThan(ConnectivityState last,
                                                       TimePoint until) const {
+  uint64_t epoch = changes_->epoch();
   for (;;) {
-    uint64_t epoch;
-    {
-      MutexLock lock(&state_signal_->mu);
-      epoch = state_signal_->epoch;
-    }
     // Read after the epoch: a change after this read rings a newer one.
     const ConnectivityState now = Aggregate();
     const TimePoint t = Clock::now();
     if (now != last || t >= until) return now;
-    MutexLock lock(&state_signal_->mu);
-    state_signal_->cv.WaitUntil(&state_signal_->mu,
-                                std::min(until, t + std::chrono::milliseconds(100)),
-                                [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(state_signal_->mu) {
-                                  return state_signal_->epoch != epoch;
-                                });
+    epoch = changes_->WaitOtherThan(epoch, std::min(until, t + std::chrono::milliseconds(100)));
   }
 }
 

@@ -48,6 +48,7 @@
 #include "ringrpc/base/time.h"
 #include "ringrpc/client/channel/address_states.h"
 #include "ringrpc/client/channel/call_metrics_table.h"
+#include "ringrpc/client/channel/change_signal.h"
 #include "ringrpc/client/channel/channel_config.h"
 #include "ringrpc/client/channel/retry_throttle.h"
 #include "ringrpc/client/channel/subchannel.h"
@@ -191,8 +192,14 @@ class ChannelState : public std::enable_shared_from_this<ChannelState> {
     Kind kind = NoPickCounts::kNone;
     absl::Status error;
   };
-  // CQ thread `thread` only.
-  NoPick WhyNoPick(size_t thread, std::string_view group = {}) const;
+  // CQ thread `thread` only. Reads the thread's view brought up to date:
+  // made after a ChangeSignal::Watch, it sees every change the Watch would
+  // not wake for.
+  NoPick WhyNoPick(size_t thread, std::string_view group = {});
+  // What a call whose pick found nothing waits on (a Watch made on its CQ
+  // thread): any change to the list, an address's connection, dial or
+  // health answer rings it.
+  ChangeSignal& changes() const { return *changes_; }
   // The channel's connectivity state from its addresses' records.
   ConnectivityState Aggregate() const;
   // The current subchannels (a copy).
@@ -230,7 +237,7 @@ class ChannelState : public std::enable_shared_from_this<ChannelState> {
   std::shared_ptr<runtime::CqThreads> cq_;
   std::shared_ptr<Resolver> resolver_;
   std::shared_ptr<SubchannelEventListener> listener_;
-  // Hears every subchannel event: rings state_signal_; a lost connection
+  // Hears every subchannel event: rings changes_; a lost connection
   // or a failed dial also asks the resolver (held weakly: it may be gone)
   // to resolve again.
   std::shared_ptr<SubchannelEventListener> watcher_;
@@ -252,19 +259,10 @@ class ChannelState : public std::enable_shared_from_this<ChannelState> {
   std::atomic<bool> resolved_once_{false};
   std::atomic<bool> idle_{false};
   std::atomic<uint64_t> idle_entries_{0};
-  // Rung by NotifyStateChange and by the subchannels' events (shared with
-  // the listener on their EventHubs, which may outlive this).
-  struct StateSignal {
-    Mutex mu;
-    CondVar cv;
-    uint64_t epoch ABSL_GUARDED_BY(mu) = 0;
-    void Ring() {
-      MutexLock lock(&mu);
-      ++epoch;
-      cv.SignalAll();
-    }
-  };
-  const std::shared_ptr<StateSignal> state_signal_ = std::make_shared<StateSignal>();
+  // Rung by NotifyStateChange, by resolver answers and by the subchannels'
+  // events (shared with the listener on their EventHubs, which may outlive
+  // this). Made in Create, once the number of CQ threads is known.
+  std::shared_ptr<ChangeSignal> changes_;
   // Watches for grpc.client_idle_timeout_ms on CQ thread 0.
   static Task<void> IdleWatch(std::weak_ptr<ChannelState> weak, runtime::EventLoop& loop,
                               Duration timeout);

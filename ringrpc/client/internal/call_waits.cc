@@ -18,12 +18,16 @@ bool Cancelled(const ClientContext& ctx) {
   return cs->cancelled;
 }
 
-Task<void> AwaitFirstResolution(channel::ChannelState& st, runtime::EventLoop& loop,
+Task<void> AwaitFirstResolution(channel::ChannelState& st, size_t index, runtime::EventLoop& loop,
                                 const ClientContext& ctx) {
   const TimePoint deadline =
       ctx.deadline() ? channel::ToLoopTime(*ctx.deadline(), loop.Now()) : TimePoint::max();
-  while (!st.resolved_once() && loop.Now() < deadline && !Cancelled(ctx)) {
-    co_await SleepUntil(loop, std::min(deadline, loop.Now() + kHealthPoll));
+  for (;;) {
+    // Watching before the look: the answer rings the channel's signal
+    // (no timer looks again).
+    channel::ChangeSignal::Watch watch(st.changes(), index, loop);
+    if (st.resolved_once() || loop.Now() >= deadline || Cancelled(ctx)) co_return;
+    co_await SleepUnlessCancelled(CallAccess::cancel(ctx), loop, deadline, &watch.changed());
   }
 }
 

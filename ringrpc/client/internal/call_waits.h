@@ -5,7 +5,7 @@
 //
 // Threading: the call's CQ thread.
 //
-//   if (Unresolved(st)) co_await AwaitFirstResolution(st, loop, ctx);
+//   if (Unresolved(st)) co_await AwaitFirstResolution(st, index, loop, ctx);
 //   std::optional<Status> ended = co_await WaitToRetry(loop, ctx, delay, deadline, last);
 #ifndef RINGRPC_CLIENT_INTERNAL_CALL_WAITS_H_
 #define RINGRPC_CLIENT_INTERNAL_CALL_WAITS_H_
@@ -36,7 +36,8 @@ bool Cancelled(const ClientContext& ctx);
 inline bool Unresolved(const channel::ChannelState& st) {
   return !st.resolved_once() && st.config_error().ok();
 }
-Task<void> AwaitFirstResolution(channel::ChannelState& st, runtime::EventLoop& loop,
+// On CQ thread `index`, whose loop is `loop`.
+Task<void> AwaitFirstResolution(channel::ChannelState& st, size_t index, runtime::EventLoop& loop,
                                 const ClientContext& ctx);
 
 // A retry's delay, bounded by the deadline (TimePoint::max(): none) and

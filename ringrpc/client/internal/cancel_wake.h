@@ -9,6 +9,7 @@
 //   auto got = co_await wait;
 //
 //   co_await SleepUnlessCancelled(cancel_state, loop, until);  // a backoff
+//   co_await SleepUnlessCancelled(cancel_state, loop, until, &event);  // or a change
 #ifndef RINGRPC_CLIENT_INTERNAL_CANCEL_WAKE_H_
 #define RINGRPC_CLIENT_INTERNAL_CANCEL_WAKE_H_
 
@@ -79,19 +80,20 @@ class CancelWake {
 };
 
 // Sleeps until `until`, or until TryCancel, which ends it at once (the
-// caller looks at the context to tell which). One timer, no wake-ups
-// between: a wait_for_ready call backing off for minutes costs nothing
-// while it waits.
+// caller looks at the context to tell which), or until `wake` (if given) is
+// set. One timer, no wake-ups between: a wait_for_ready call backing off
+// for minutes costs nothing while it waits.
 inline Task<void> SleepUnlessCancelled(std::shared_ptr<CancelState> cancel,
-                                       runtime::EventLoop& loop, TimePoint until) {
+                                       runtime::EventLoop& loop, TimePoint until,
+                                       runtime::LoopEvent* wake = nullptr) {
   if (loop.Now() >= until) co_return;
-  auto never = [](runtime::EventLoop& l) -> Task<int> {
-    runtime::LoopEvent unset(l);
-    co_await unset.Wait();
+  auto wait_for = [](runtime::EventLoop& l, runtime::LoopEvent* e) -> Task<int> {
+    runtime::LoopEvent never(l);
+    co_await (e != nullptr ? *e : never).Wait();
     co_return 0;
   };
-  runtime::WithTimeout<int> wait(loop, never(loop), until - loop.Now());
-  CancelWake wake(std::move(cancel), loop, [&wait] { wait.Interrupt(); });
+  runtime::WithTimeout<int> wait(loop, wait_for(loop, wake), until - loop.Now());
+  CancelWake wake_on_cancel(std::move(cancel), loop, [&wait] { wait.Interrupt(); });
   (void)co_await wait;
 }
 

@@ -112,6 +112,11 @@ Step PickAndTryLease(Attempt& a) {
 
 Task<Step> FinishPick(Attempt& a, Step step) {
   if (step == Step::kNoAddress) {
+    // Watching from before the readings below: a change after them (the
+    // resolver's answer, a health answer, a connection) ends the wait; one
+    // before them is in what they read.
+    channel::ChangeSignal::Watch watch(a.st.changes(), a.index, a.loop);
+    a.resolved = a.st.resolved_once();  // before the list, as in the pick
     // One reading of the group's addresses decides, and names the error:
     // a health answer can come at any time (UNKNOWN, then SERVING), so a
     // decision from two readings could fail the call with a message the
@@ -130,8 +135,13 @@ Task<Step> FinishPick(Attempt& a, Step step) {
     const bool health_pending = why.kind == channel::NoPickCounts::kHealthPending;
     if (!a.wait_for_ready && a.resolved && !health_pending)
       co_return Fail(a, Status::FromAbsl(a.last));
-    const Duration poll = health_pending ? kHealthPoll : kNoAddressPoll;
-    co_await SleepUntil(a.loop, WakeBy(a, a.loop.Now() + poll));
+    // Until something changes; a policy that chose none of the usable
+    // addresses may choose otherwise later with no change: it is asked
+    // again after kNoPickRecheck.
+    const TimePoint recheck = why.kind == channel::NoPickCounts::kUsable
+                                  ? a.loop.Now() + kNoPickRecheck
+                                  : TimePoint::max();
+    co_await SleepUnlessCancelled(a.cancel, a.loop, WakeBy(a, recheck), &watch.changed());
     co_return Step::kAgain;
   }
   // While the address backs off (for every thread), fail fast (or wait,

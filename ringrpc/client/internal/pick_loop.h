@@ -3,7 +3,9 @@
 // stream on this thread's pool for it, or wait (the resolver's first
 // answer, a health check's, an address's backoff, a dial) or fail, as
 // gRPC's pickers decide: fail fast unless wait_for_ready, try another
-// address before failing, TryCancel and the deadline end every wait.
+// address before failing, TryCancel and the deadline end every wait; a
+// call with no address to pick waits for the channel's change signal, not
+// a timer.
 // CallOpener::Open runs rounds until kLeased or kFail. Private to ringrpc/client/.
 //
 // Threading: the call's CQ thread.
@@ -23,6 +25,7 @@
 #include "absl/status/status.h"
 #include "ringrpc/base/task.h"
 #include "ringrpc/base/time.h"
+#include "ringrpc/client/channel/change_signal.h"
 #include "ringrpc/client/channel/channel_state.h"
 #include "ringrpc/client/channel/subchannel.h"
 #include "ringrpc/client/client_context.h"
@@ -50,13 +53,14 @@ constexpr milliseconds kClosedPoolRepickDelay{1};
 // lease and the stream's start (GOAWAY, close) tries another lease: each
 // try poisons that connection, so a few cover a burst of closing ones.
 constexpr int kMaxStartRetries = 4;
-// How often a call with no address to pick looks again: before the
-// resolver's first answer, or (wait_for_ready) after a resolver error. The
-// list arrives by a post to the thread, not a wake-up of waiting calls.
-constexpr milliseconds kNoAddressPoll{20};
-// How often a call waiting for an address's first health check answer
-// looks again: the answer is one round trip away.
-constexpr milliseconds kHealthPoll{5};
+// A call with no address to pick (before the resolver's first answer,
+// while health checks have not answered, wait_for_ready with none usable)
+// waits for the channel's ChangeSignal: the resolver's answer, a health
+// answer, a connection or a failed dial wakes it on its own thread, and no
+// timer looks again. Only when the LB policy chose none of the usable
+// addresses (a policy of the program's own may, with no change to wait
+// for) is it asked again after this long.
+constexpr milliseconds kNoPickRecheck{1000};
 // How soon a hedged attempt still opening notices that another attempt
 // answered (its waits for a connection are cut into slices this long).
 constexpr milliseconds kAbandonPoll{20};
@@ -88,7 +92,7 @@ struct Attempt {
   const transport::Metadata* metadata = nullptr;
   std::string group;  // the route's answer for this round ("": the whole list)
   // Each bound counts its own event, not the call's rounds (a call that
-  // waited out many health or backoff polls still gets its full share).
+  // waited for many changes or backoffs still gets its full share).
   int repicks = 0;              // kMaxRepicks: picks again at once
   int start_retries = 0;        // kMaxStartRetries
   int closed_pool_repicks = 0;  // kMaxClosedPoolRepicks
