@@ -10,13 +10,16 @@ set(RINGRPC_SOURCES
   ringrpc/client/call_open.cc
   ringrpc/client/callback_reactor.cc
   ringrpc/client/channel.cc
+  ringrpc/client/channel/address_diff.cc
   ringrpc/client/channel/address_states.cc
   ringrpc/client/channel/builtin_resolvers.cc
   ringrpc/client/channel/call_metrics_table.cc
   ringrpc/client/channel/change_signal.cc
   ringrpc/client/channel/channel_config.cc
+  ringrpc/client/channel/channel_counters.cc
   ringrpc/client/channel/channel_pick.cc
   ringrpc/client/channel/channel_state.cc
+  ringrpc/client/channel/config_selector.cc
   ringrpc/client/channel/connectivity_state.cc
   ringrpc/client/channel/dns_resolver.cc
   ringrpc/client/channel/health_check.cc
@@ -82,17 +85,21 @@ set(RINGRPC_HEADERS
   ringrpc/client/call_metrics.h
   ringrpc/client/callback_reactor.h
   ringrpc/client/channel.h
+  ringrpc/client/channel/address_diff.h
   ringrpc/client/channel/address_states.h
   ringrpc/client/channel/backoff.h
   ringrpc/client/channel/builtin_resolvers.h
   ringrpc/client/channel/call_metrics_table.h
   ringrpc/client/channel/change_signal.h
   ringrpc/client/channel/channel_config.h
+  ringrpc/client/channel/channel_counters.h
   ringrpc/client/channel/channel_state.h
+  ringrpc/client/channel/config_selector.h
   ringrpc/client/channel/connectivity_state.h
   ringrpc/client/channel/dns_resolver.h
   ringrpc/client/channel/health_check.h
   ringrpc/client/channel/http_proxy.h
+  ringrpc/client/channel/idle_policy.h
   ringrpc/client/channel/retry_policy.h
   ringrpc/client/channel/retry_throttle.h
   ringrpc/client/channel/service_config.h

@@ -404,38 +404,13 @@ std::string Channel::MetricsText() const {
                       "\"} ", m.retired[i], "\n");
     }
   }
+  state_->counters().AppendPrometheus(&out);
   absl::StrAppend(&out,
-                  "# HELP ringrpc_transparent_retries_total Unary calls the server never "
-                  "processed, sent again (gRFC A6).\n"
-                  "# TYPE ringrpc_transparent_retries_total counter\n"
-                  "ringrpc_transparent_retries_total ",
-                  state_->transparent_retries(), "\n",
-                  "# HELP ringrpc_retries_total Attempts after the first that the service "
-                  "config's retryPolicy made (gRFC A6).\n"
-                  "# TYPE ringrpc_retries_total counter\n"
-                  "ringrpc_retries_total ",
-                  state_->retries(), "\n",
-                  "# HELP ringrpc_retries_throttled_total Retries and hedged copies "
-                  "retryThrottling did not allow.\n"
-                  "# TYPE ringrpc_retries_throttled_total counter\n"
-                  "ringrpc_retries_throttled_total ",
-                  state_->throttled_retries(), "\n",
-                  "# HELP ringrpc_hedged_attempts_total Copies after the first that the "
-                  "service config's hedgingPolicy sent (gRFC A6).\n"
-                  "# TYPE ringrpc_hedged_attempts_total counter\n"
-                  "ringrpc_hedged_attempts_total ",
-                  state_->hedges(), "\n",
                   "# HELP ringrpc_resolver_service_config_errors_total Service configs from "
                   "the resolver that were invalid (the last valid one was kept; gRFC A21).\n"
                   "# TYPE ringrpc_resolver_service_config_errors_total counter\n"
                   "ringrpc_resolver_service_config_errors_total ",
                   state_->resolver_config_errors(), "\n");
-  absl::StrAppend(&out,
-                  "# HELP ringrpc_channel_idle_entries_total Times the channel went idle "
-                  "(grpc.client_idle_timeout_ms without a call: connections closed).\n"
-                  "# TYPE ringrpc_channel_idle_entries_total counter\n"
-                  "ringrpc_channel_idle_entries_total ",
-                  state_->idle_entries(), "\n");
   if (state_->call_metrics() != nullptr) AppendCallMetricsText(CallMetrics(), &out);
   return out;
 }

@@ -143,7 +143,8 @@ Task<Status> CallOpener::UnaryHedged(std::shared_ptr<channel::ChannelState> self
     if (more && (h->next_now || loop.Now() >= next)) {
       const Send may = h->state.MaySend(sent);
       if (may != Send::kSend) {
-        if (may == Send::kThrottled) st.CountThrottledRetry();
+        if (may == Send::kThrottled)
+          st.counters().Count(channel::ChannelCounter::kThrottledRetries);
         more = false;
         continue;
       }
@@ -151,7 +152,7 @@ Task<Status> CallOpener::UnaryHedged(std::shared_ptr<channel::ChannelState> self
       ++sent;
       ++h->running;
       h->next_now = false;
-      if (sent > 1) st.CountHedge();
+      if (sent > 1) st.counters().Count(channel::ChannelCounter::kHedges);
       const Duration delay = h->state.hedging_delay();
       next = delay < TimePoint::max() - loop.Now() ? loop.Now() + delay : TimePoint::max();
       loop.Spawn(HedgedCopy(self, &method, ctx, &request, plan, h));

@@ -36,7 +36,8 @@ Task<bool> CallOpener::NextStreamAttempt(ClientCall::Impl* impl, uint64_t genera
                                 .recv_timeout = r.recv_timed_out == generation + 1,
                                 .pushback = channel::ParsePushback(ended.trailing_metadata())};
   const channel::RetryDecision d = r.retry.OnAttemptEnded(end);
-  if (d.reason == channel::RetryDecision::Reason::kThrottled) st.CountThrottledRetry();
+  if (d.reason == channel::RetryDecision::Reason::kThrottled)
+    st.counters().Count(channel::ChannelCounter::kThrottledRetries);
   if (!d.retry()) {
     if (end.recv_timeout) r.failure = RecvTimeoutStatus(*r.retry.recv_timeout());
     impl->Commit();
@@ -63,9 +64,9 @@ Task<bool> CallOpener::NextStreamAttempt(ClientCall::Impl* impl, uint64_t genera
     co_return false;
   }
   if (d.transparent()) {
-    st.CountTransparentRetry();
+    st.counters().Count(channel::ChannelCounter::kTransparentRetries);
   } else {
-    st.CountRetry();
+    st.counters().Count(channel::ChannelCounter::kRetries);
   }
   co_await SwapInAttempt(impl, std::move(next));
   co_return true;

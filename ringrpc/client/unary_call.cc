@@ -109,9 +109,10 @@ std::optional<Status> CallOpener::AfterUnaryAttempt(ChannelState& st, UnaryPlan&
     response.Set(std::move(*reply));
     return s;
   }
-  if (d.reason == channel::RetryDecision::Reason::kThrottled) st.CountThrottledRetry();
+  if (d.reason == channel::RetryDecision::Reason::kThrottled)
+    st.counters().Count(channel::ChannelCounter::kThrottledRetries);
   if (!d.retry()) return std::move(s);
-  if (d.transparent()) st.CountTransparentRetry();
+  if (d.transparent()) st.counters().Count(channel::ChannelCounter::kTransparentRetries);
   *retry = d;
   return std::nullopt;
 }
@@ -164,7 +165,7 @@ Task<Status> CallOpener::Unary(std::shared_ptr<channel::ChannelState> self, std:
     if (done || retry.transparent()) continue;
     done = co_await WaitToRetry(st.cq()->loop(*index), *ctx, retry.delay,
                                 p.plan.deadline.value_or(TimePoint::max()), s.error_message());
-    if (!done) st.CountRetry();
+    if (!done) st.counters().Count(channel::ChannelCounter::kRetries);
   }
   if (p.metrics_row != nullptr) {
     p.metrics->CallEnded(p.metrics_row, done->error_code(), Clock::now() - p.start);

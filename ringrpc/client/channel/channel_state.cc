@@ -6,10 +6,11 @@
 #include <algorithm>
 #include <functional>
 #include <mutex>
-#include <set>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "ringrpc/client/channel/address_diff.h"
+#include "ringrpc/client/channel/idle_policy.h"
 #include "ringrpc/client/runtime/event_loop.h"
 
 namespace ringrpc::channel {
@@ -113,11 +114,7 @@ void ChannelState::Start(const std::shared_ptr<ChannelState>& state,
                          std::shared_ptr<Resolver> resolver) {
   // The configuration is final now (Create's caller may have adjusted it):
   // the default service config is the first in force.
-  {
-    MutexLock lock(&state->mu_);
-    state->active_.store(state->ConfigFor("", state->config_.service_config, absl::OkStatus()),
-                         std::memory_order_release);
-  }
+  state->selector_.Start(state->config_, state->args_, state->per_thread_.size());
   // Each thread's pickers are made on it, at its first pick.
   uint64_t seed = 0x9e3779b97f4a7c15ULL;
   for (PerThread& pt : state->per_thread_) {
@@ -193,83 +190,6 @@ void ChannelState::PostToAll(std::function<void()> fn) {
 
 // ---- resolver updates -------------------------------------------------------------------
 
-// ---- the service config in force (gRFC A21) ------------------------------------------------
-
-const ActiveConfig ChannelState::kNoConfig{};
-
-const ActiveConfig* ChannelState::ConfigFor(const std::string& json,
-                                            std::shared_ptr<const ServiceConfig> sc,
-                                            absl::Status error,
-                                            std::shared_ptr<const LbConfig> lb) {
-  // The default's policy was settled when the arguments were read; a
-  // resolver names its own, or its config does, or grpc.lb_policy_name's
-  // stays.
-  if (lb == nullptr) {
-    lb = json.empty()                                ? config_.lb_config
-         : sc != nullptr && sc->lb_config != nullptr ? sc->lb_config
-                                                     : config_.lb_config_arg;
-  }
-  // A config seen before (the same text and policy) is reused: its
-  // balancer, and the pickers each thread made with it, carry on.
-  const std::string lb_json = lb->ToJson();
-  for (const auto& [key, c] : configs_) {
-    if (key == json && c->error == error && c->lb_config->name() == lb->name() &&
-        c->lb_config->ToJson() == lb_json) {
-      return c.get();
-    }
-  }
-  auto c = std::make_unique<ActiveConfig>();
-  c->error = std::move(error);
-  if (sc != nullptr && sc->retry_throttling) {
-    c->throttle = std::make_unique<RetryThrottle>(*sc->retry_throttling);
-  }
-  c->balancer = lb->NewBalancer({.cq_threads = per_thread_.size(), .channel_args = &args_});
-  c->health_service = HealthCheckServiceFor(sc.get(), *lb, config_.inhibit_health_checking);
-  c->lb_config = std::move(lb);
-  c->service_config = std::move(sc);
-  configs_.emplace_back(json, std::move(c));
-  return configs_.back().second.get();
-}
-
-void ChannelState::ApplyResolverConfig(const ResolverResult& result) {
-  const ActiveConfig* next = configs_.front().second.get();  // the default
-  const std::optional<std::string>& json = result.service_config;
-  if ((json || !result.service_config_error.ok()) && !config_.service_config_disable_resolution) {
-    absl::StatusOr<ServiceConfig> parsed =
-        !result.service_config_error.ok()
-            ? absl::StatusOr<ServiceConfig>(result.service_config_error)
-            : ParseServiceConfig(*json, {.retries_enabled = config_.enable_retries});
-    if (parsed.ok()) {
-      next = ConfigFor(*json, std::make_shared<const ServiceConfig>(std::move(*parsed)),
-                       absl::OkStatus(), result.lb_config);
-      resolver_config_valid_ = true;
-      resolver_config_error_ = absl::OkStatus();
-    } else {
-      // A21: keep the last valid config; with none, the default; with no
-      // default either, the channel fails its calls with the error.
-      resolver_config_error_ = absl::UnavailableError(
-          absl::StrCat("the resolver's service config is invalid: ", parsed.status().message()));
-      resolver_config_errors_.fetch_add(1, std::memory_order_relaxed);
-      if (resolver_config_valid_) return;
-      if (config_.service_config == nullptr) {
-        next = ConfigFor("!error", nullptr, resolver_config_error_);
-      }
-    }
-  } else {
-    resolver_config_valid_ = false;
-    // A policy of the resolver's own with the default service config.
-    if (result.lb_config != nullptr) {
-      next = ConfigFor("", config_.service_config, absl::OkStatus(), result.lb_config);
-    }
-  }
-  active_.store(next, std::memory_order_release);
-}
-
-absl::Status ChannelState::resolver_config_error() const {
-  MutexLock lock(&mu_);
-  return resolver_config_error_;
-}
-
 void ChannelState::OnResolverUpdate(absl::StatusOr<ResolverResult> result) {
   struct MarkResolved {
     std::atomic<bool>& flag;
@@ -292,26 +212,25 @@ void ChannelState::OnResolverUpdate(absl::StatusOr<ResolverResult> result) {
   {
     MutexLock lock(&mu_);
     const std::optional<std::string> health_before = active().health_service;
-    ApplyResolverConfig(*result);
+    selector_.Apply(*result);
     const std::optional<std::string>& health = active().health_service;
     resolver_error_ = update->empty() ? absl::UnavailableError("the resolver returned no addresses")
                                       : absl::OkStatus();
-    std::set<std::string> now(names.begin(), names.end()), before;
-    for (auto& sc : list_) before.insert(sc->record->name());
+    std::vector<std::string> before;
+    for (auto& sc : list_) before.push_back(sc->record->name());
     // Same set and same health checks: nothing to bump but the routing, if
     // that changed. Another health service: every address is attached
     // again (checked the new way).
-    if (now == before && health == health_before) {
+    if (SameAddressSet(before, names) && health == health_before) {
       if (SetRouting(*result, names)) version_.fetch_add(1, std::memory_order_acq_rel);
       return;
     }
     first = list_.empty() && removed_.empty();
+    const AddressDiff diff = DiffAddresses(before, names, health != health_before);
     for (size_t i = 0; i < update->size(); ++i) {
-      auto it = std::find_if(list_.begin(), list_.end(),
-                             [&](auto& sc) { return sc->record->name() == names[i]; });
-      if (it != list_.end() && health == health_before) {
-        fresh.push_back(*it);
-        kept.push_back(*it);
+      if (diff.keep[i]) {
+        fresh.push_back(list_[*diff.keep[i]]);
+        kept.push_back(fresh.back());
         continue;
       }
       absl::StatusOr<std::shared_ptr<Subchannel>> sc = SubchannelRegistry::Global().Attach(
@@ -320,9 +239,7 @@ void ChannelState::OnResolverUpdate(absl::StatusOr<ResolverResult> result) {
       if (!sc.ok()) continue;  // config was validated: cannot happen
       fresh.push_back(*sc);
     }
-    for (auto& sc : list_) {
-      if (std::find(fresh.begin(), fresh.end(), sc) == fresh.end()) gone.push_back(sc);
-    }
+    for (size_t i : diff.gone) gone.push_back(list_[i]);
     list_ = fresh;
     // Subchannels removed earlier whose connections are all gone: keep
     // their counters, drop them (a flapping resolver must not grow this).
@@ -413,16 +330,12 @@ ConnectivityState ChannelState::WaitForStateOtherThan(ConnectivityState last,
 
 Task<void> ChannelState::IdleWatch(std::weak_ptr<ChannelState> weak, runtime::EventLoop& loop,
                                    Duration timeout) {
-  // Quiet: no lease taken (every call takes one) and none held since the
-  // last look. A look every quarter of the timeout: at most 1.25 timeouts
-  // of quiet before the channel goes idle.
-  const Duration every = std::max<Duration>(timeout / 4, std::chrono::milliseconds(5));
+  IdlePolicy policy(timeout, loop.Now());
+  const Duration every = policy.every();
   // Woken at least every 10 s to see whether the channel is gone: a
   // program that makes and drops channels often leaves no pile of
   // sleeping watches behind (at most 10 s of them).
   const Duration slice = std::min<Duration>(every, std::chrono::seconds(10));
-  uint64_t last_acquires = ~uint64_t{0};
-  TimePoint quiet_since = loop.Now();
   TimePoint next_look = loop.Now() + every;
   for (;;) {
     co_await SleepUntil(loop, std::min(next_look, loop.Now() + slice));
@@ -432,14 +345,11 @@ Task<void> ChannelState::IdleWatch(std::weak_ptr<ChannelState> weak, runtime::Ev
     std::shared_ptr<ChannelState> st = weak.lock();
     if (st == nullptr) co_return;
     const pool::PoolMetrics m = st->Metrics();
-    if (m.acquires != last_acquires || m.leases != 0) {
-      last_acquires = m.acquires;
-      quiet_since = loop.Now();
-    } else if (!st->idle() && loop.Now() - quiet_since >= timeout) {
+    if (policy.Look(m.acquires, m.leases, st->idle(), loop.Now())) {
       // Idle mode: every connection closes (each CQ thread its own, as an
       // address change does); the next call leaves it.
       st->idle_.store(true, std::memory_order_relaxed);
-      st->idle_entries_.fetch_add(1, std::memory_order_relaxed);
+      st->counters_.Count(ChannelCounter::kIdleEntries);
       st->Invalidate();
       st->NotifyStateChange();
     }

@@ -50,7 +50,8 @@
 #include "ringrpc/client/channel/call_metrics_table.h"
 #include "ringrpc/client/channel/change_signal.h"
 #include "ringrpc/client/channel/channel_config.h"
-#include "ringrpc/client/channel/retry_throttle.h"
+#include "ringrpc/client/channel/channel_counters.h"
+#include "ringrpc/client/channel/config_selector.h"
 #include "ringrpc/client/channel/subchannel.h"
 #include "ringrpc/client/channel_arguments.h"
 #include "ringrpc/client/lb/lb_policy.h"
@@ -65,23 +66,6 @@ namespace ringrpc::channel {
 // before now (time_point::min() included) is `now`; more than a year ahead
 // (time_point::max() included) is TimePoint::max(), no deadline.
 TimePoint ToLoopTime(std::chrono::system_clock::time_point deadline, TimePoint now);
-
-// The service config in force and what follows from it (gRFC A21): the
-// resolver's latest valid one, else the channel's default. Immutable once
-// made, and never freed before the channel: a call keeps a plain pointer
-// for its whole life, whatever config comes after it.
-struct ActiveConfig {
-  std::shared_ptr<const ServiceConfig> service_config;  // null: none
-  std::unique_ptr<RetryThrottle> throttle;              // null: no retryThrottling
-  // The LB policy in force and its state for this channel (null only in
-  // the config of a channel not started).
-  std::shared_ptr<const LbConfig> lb_config;
-  std::shared_ptr<LbBalancer> balancer;
-  std::optional<std::string> health_service;  // A17: null, no health checks
-  // Not OK: the resolver's config is invalid and there is neither an
-  // earlier valid one nor a default; calls fail UNAVAILABLE with it.
-  absl::Status error;
-};
 
 class ChannelState : public std::enable_shared_from_this<ChannelState> {
  public:
@@ -126,14 +110,12 @@ class ChannelState : public std::enable_shared_from_this<ChannelState> {
   // the subchannels of addresses that stay), bumps the version each CQ
   // thread's view follows, invalidates what stays and detaches what went.
   void OnResolverUpdate(absl::StatusOr<ResolverResult> update);
-  // The service config in force (any thread; one acquire load).
-  const ActiveConfig& active() const { return *active_.load(std::memory_order_acquire); }
+  // The service config in force (gRFC A21; any thread, one acquire load).
+  const ActiveConfig& active() const { return selector_.active(); }
   // The last resolver service config that could not be used (OK: none),
   // and how many there were.
-  absl::Status resolver_config_error() const;
-  uint64_t resolver_config_errors() const {
-    return resolver_config_errors_.load(std::memory_order_relaxed);
-  }
+  absl::Status resolver_config_error() const { return selector_.last_error(); }
+  uint64_t resolver_config_errors() const { return selector_.errors(); }
   // The resolver has answered at least once (set after the list).
   bool resolved_once() const { return resolved_once_.load(std::memory_order_acquire); }
   void RequestReresolution() {
@@ -149,7 +131,6 @@ class ChannelState : public std::enable_shared_from_this<ChannelState> {
     if (idle_.load(std::memory_order_relaxed) && idle_.exchange(false)) RequestReresolution();
   }
   bool idle() const { return idle_.load(std::memory_order_relaxed); }
-  uint64_t idle_entries() const { return idle_entries_.load(std::memory_order_relaxed); }
   // Something the connectivity state is made of may have changed (an
   // address's connection, dial, health or list): wakes WaitForStateChange.
   void NotifyStateChange();
@@ -215,16 +196,9 @@ class ChannelState : public std::enable_shared_from_this<ChannelState> {
   // Per-call telemetry: null when neither kept (ringrpc.call_metrics=0)
   // nor heard by a recorder, or when the channel has no CQ thread.
   CallMetricsTable* call_metrics() const { return call_metrics_.get(); }
-  void CountRetry() { retries_.fetch_add(1, std::memory_order_relaxed); }
-  void CountThrottledRetry() { throttled_retries_.fetch_add(1, std::memory_order_relaxed); }
-  uint64_t retries() const { return retries_.load(std::memory_order_relaxed); }
-  uint64_t throttled_retries() const { return throttled_retries_.load(std::memory_order_relaxed); }
-  void CountHedge() { hedges_.fetch_add(1, std::memory_order_relaxed); }
-  uint64_t hedges() const { return hedges_.load(std::memory_order_relaxed); }
-  void CountTransparentRetry() { transparent_retries_.fetch_add(1, std::memory_order_relaxed); }
-  uint64_t transparent_retries() const {
-    return transparent_retries_.load(std::memory_order_relaxed);
-  }
+  // The channel's own event counts (retries, hedges, idle entries).
+  ChannelCounters& counters() { return counters_; }
+  const ChannelCounters& counters() const { return counters_; }
 
  private:
   class SubchannelWatcher;
@@ -258,7 +232,6 @@ class ChannelState : public std::enable_shared_from_this<ChannelState> {
   std::atomic<uint64_t> version_{0};  // bumped on every list change
   std::atomic<bool> resolved_once_{false};
   std::atomic<bool> idle_{false};
-  std::atomic<uint64_t> idle_entries_{0};
   // Rung by NotifyStateChange, by resolver answers and by the subchannels'
   // events (shared with the listener on their EventHubs, which may outlive
   // this). Made in Create, once the number of CQ threads is known.
@@ -266,28 +239,8 @@ class ChannelState : public std::enable_shared_from_this<ChannelState> {
   // Watches for grpc.client_idle_timeout_ms on CQ thread 0.
   static Task<void> IdleWatch(std::weak_ptr<ChannelState> weak, runtime::EventLoop& loop,
                               Duration timeout);
-  std::atomic<uint64_t> transparent_retries_{0};  // unary calls sent again (A6)
-  std::atomic<uint64_t> retries_{0};              // retryPolicy attempts after the first
-  std::atomic<uint64_t> throttled_retries_{0};    // retries retryThrottling stopped
-  std::atomic<uint64_t> hedges_{0};               // hedged copies after the first
-  // Every ActiveConfig made (the default first), by the JSON it came from
-  // (a resolver repeating a config reuses it); active_ points at one.
-  std::vector<std::pair<std::string, std::unique_ptr<ActiveConfig>>> configs_ ABSL_GUARDED_BY(mu_);
-  // Until Start (and for a channel whose arguments were bad): no config.
-  static const ActiveConfig kNoConfig;
-  std::atomic<const ActiveConfig*> active_{&kNoConfig};
-  bool resolver_config_valid_ ABSL_GUARDED_BY(mu_) = false;  // one was used
-  absl::Status resolver_config_error_ ABSL_GUARDED_BY(mu_);
-  std::atomic<uint64_t> resolver_config_errors_{0};
-  // The ActiveConfig for `sc` (the default: `json` empty) made or found.
-  // `lb`: the resolver's own policy (ResolverResult::lb_config), over the
-  // config's.
-  const ActiveConfig* ConfigFor(const std::string& json, std::shared_ptr<const ServiceConfig> sc,
-                                absl::Status error, std::shared_ptr<const LbConfig> lb = nullptr)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The resolver's config (or its absence) applied; the health service
-  // before and after.
-  void ApplyResolverConfig(const ResolverResult& result) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  ConfigSelector selector_;  // started in Start
+  ChannelCounters counters_;
   // The result's router and groups (of `names`, its addresses as strings)
   // over list_; true if they changed.
   bool SetRouting(const ResolverResult& result, const std::vector<std::string>& names)
