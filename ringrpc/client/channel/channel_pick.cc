@@ -1,7 +1,8 @@
 // The channel core's per-thread half (channel_state.h): each CQ thread's
-// view of the address list, groups and router, the route and failover of a
-// call, the LB policy's pick with that thread's picker, and why a pick
-// found nothing. Every function here runs on the CQ thread it is given.
+// view of the address list, groups and router, and a call's pick from it:
+// route, failover, the LB policy's pick with that thread's picker, and
+// what the call does when it found nothing. Every function here runs on
+// the CQ thread it is given.
 #include <algorithm>
 #include <string>
 
@@ -118,6 +119,40 @@ std::shared_ptr<Subchannel> ChannelState::Pick(size_t thread, std::string_view g
   if (!pick || pick->index >= list.size() || !list[pick->index]->Healthy()) return nullptr;
   if (tracker != nullptr) *tracker = std::move(pick->tracker);
   return list[pick->index];
+}
+
+ChannelState::CallPick ChannelState::PickForCall(size_t thread, const CallPickArgs& args) {
+  CallPick p;
+  // Read before picking: once set, the list the pick sees is the
+  // resolver's answer (resolved_once is set after the list).
+  p.resolved = resolved_once();
+  // Routed again each pick: a new resolver answer may have moved the
+  // groups (a channel without a router gets "" at the cost of a compare).
+  absl::StatusOr<CallRoute> route = Route(thread, args.method, *args.metadata);
+  if (!route.ok()) {
+    p.error = route.status();
+    return p;
+  }
+  p.max_duration = route->max_duration;
+  p.group = std::string(Failover(thread, route->group, args.now));
+  p.sc = Pick(thread, p.group, &p.tracker);
+  if (p.sc != nullptr) {
+    p.kind = CallPick::kPicked;
+    return p;
+  }
+  const NoPick why = WhyNoPick(thread, p.group);
+  p.error = why.error;
+  p.usable_now = why.kind == NoPickCounts::kUsable;
+  // Before the resolver's first answer, or a health check's, every call
+  // waits (the channel is not failing, just starting); after a resolver
+  // error, or with every address unhealthy, only wait_for_ready calls do.
+  const bool health_pending = why.kind == NoPickCounts::kHealthPending;
+  if (!args.wait_for_ready && p.resolved && !health_pending) return p;  // kFail
+  p.kind = CallPick::kQueue;
+  // A policy that chose none of the usable addresses may choose otherwise
+  // later with no change to wake the call.
+  p.recheck = p.usable_now;
+  return p;
 }
 
 bool ChannelState::AnotherUsable(size_t thread, const std::shared_ptr<Subchannel>& sc,

@@ -17,15 +17,15 @@
 // Threads: configuration (config(), config_error()) is written only
 // before Start() and read-only afterwards. `mu_` guards the address list
 // and what goes with it; the atomics are read without it; per_thread_[i]
-// is touched only by CQ thread i (Route, Failover, Pick, AnotherUsable,
-// WhyNoPick: debug builds abort when another thread
+// is touched only by CQ thread i (PickForCall, Pick, AnotherUsable and
+// their private helpers: debug builds abort when another thread
 // calls them with i). Everything else may be called
 // from any thread.
 //
 //   auto state = ChannelState::Create(args);        // threads, config
 //   ChannelState::Start(state, resolver);           // addresses flow in
 //   std::optional<size_t> i = state->CurrentIndex(); // on a CQ thread
-//   std::shared_ptr<Subchannel> sc = state->Pick(*i);
+//   ChannelState::CallPick p = state->PickForCall(*i, {.method = m, ...});
 #ifndef RINGRPC_CLIENT_CHANNEL_CHANNEL_STATE_H_
 #define RINGRPC_CLIENT_CHANNEL_CHANNEL_STATE_H_
 
@@ -139,44 +139,60 @@ class ChannelState : public std::enable_shared_from_this<ChannelState> {
   // as a pool's live count may drop just after its event). Any thread but
   // the channel's own CQ threads.
   ConnectivityState WaitForStateOtherThan(ConnectivityState last, TimePoint until) const;
-  // CQ thread `thread` only: the group of the resolver's addresses a call
-  // goes to (its CallRouter's answer; "" without one, every call to the
-  // whole list), or the status it fails with.
-  absl::StatusOr<CallRoute> Route(size_t thread, std::string_view method,
-                                  const transport::Metadata& metadata);
+  // What a call's pick goes by.
+  struct CallPickArgs {
+    std::string_view method;  // what the resolver's CallRouter routes by
+    const transport::Metadata* metadata = nullptr;
+    bool wait_for_ready = false;  // the context's, else the service config's
+    TimePoint now;                // the loop's (backoff is checked with it)
+  };
+  // One pick for a call, typed as gRPC's picker answers: picked (an
+  // address, and the policy's tracker for the call, null if it follows
+  // none: Start it once the call has its stream), queue until a change
+  // (watch changes(), made before asking again, then ask again), or fail
+  // with a status.
+  struct CallPick {
+    enum Kind { kPicked, kQueue, kFail };
+    Kind kind = kFail;
+    std::shared_ptr<Subchannel> sc;
+    std::unique_ptr<LbCallTracker> tracker;
+    // The route's group after failover ("": the whole list), and the
+    // route's limit on the call's length (A31), if it has one.
+    std::string group;
+    std::optional<std::chrono::milliseconds> max_duration;
+    // kFail: the call's status (UNAVAILABLE naming why: no route, no
+    // address, none healthy). kQueue: why none was picked, for the call's
+    // final message if it waits out its deadline.
+    absl::Status error;
+    // Not picked, though an address is usable now (a health answer came in
+    // after the pick, or the policy chose none): the call may pick again
+    // at once, within its own bound; `kind` says what to do once it may
+    // not.
+    bool usable_now = false;
+    // kQueue: no change may come to end the wait (the policy chose none of
+    // the usable addresses): ask again after a while as well.
+    bool recheck = false;
+    bool resolved = false;  // the resolver had answered (read before the pick)
+  };
+  // CQ thread `thread` only: route, failover, the LB policy's pick and, if
+  // it found nothing, the decision from one reading of each address (so
+  // the counts, the decision and the message agree): before the
+  // resolver's first answer or a health check's, every call queues; after
+  // a resolver error or with every address unhealthy, only wait_for_ready
+  // ones do.
+  CallPick PickForCall(size_t thread, const CallPickArgs& args);
   // CQ thread `thread` only: the LB policy's pick among the addresses of
   // `group` (Route's answer; "" the whole list), with the thread's picker
-  // for that group. Null: no addresses, or the policy picked none, or an
-  // unhealthy one. `tracker`, if given, receives the policy's tracker for
-  // the call (Start it once the call has its stream; null if the policy
-  // follows no calls).
+  // for that group, for what is not a call (GetState(true)'s dial).
+  // Null: no addresses, or the policy picked none, or an unhealthy one. `tracker`, if given,
+  // receives the policy's tracker for the call (Start it once the call has its stream; null if the
+  // policy follows no calls).
   std::shared_ptr<Subchannel> Pick(size_t thread, std::string_view group = {},
                                    std::unique_ptr<LbCallTracker>* tracker = nullptr);
-  // CQ thread `thread` only: `group`, or while every address of it is
-  // failing at `now` (the time the caller checks backoff with: the loop's),
-  // its fallback (ResolverResult::fallback), down the chain.
-  std::string_view Failover(size_t thread, std::string_view group, TimePoint now);
   // CQ thread `thread` only: the list (of `group`) has an address other
   // than `sc` that is not in TRANSIENT_FAILURE, or `group` has a fallback.
   bool AnotherUsable(size_t thread, const std::shared_ptr<Subchannel>& sc,
                      std::string_view group = {}) const;
-  // UNAVAILABLE naming why there is no address (the resolver's error).
-  absl::Status NoAddressError() const;
-  // Why Pick found nothing, from one reading of each address of the list
-  // (of `group`): kUsable, one is usable now (a health check answered
-  // since the pick, or the policy chose none); kHealthPending, none is,
-  // but one waits for its first health answer (A17's CONNECTING: calls
-  // wait rather than fail); kNone, none is. `error`: UNAVAILABLE naming
-  // why (no address, or none healthy), for the call that fails on it.
-  struct NoPick {
-    using Kind = NoPickCounts::Kind;
-    Kind kind = NoPickCounts::kNone;
-    absl::Status error;
-  };
-  // CQ thread `thread` only. Reads the thread's view brought up to date:
-  // made after a ChangeSignal::Watch, it sees every change the Watch would
-  // not wake for.
-  NoPick WhyNoPick(size_t thread, std::string_view group = {});
   // What a call whose pick found nothing waits on (a Watch made on its CQ
   // thread): any change to the list, an address's connection, dial or
   // health answer rings it.
@@ -187,6 +203,8 @@ class ChannelState : public std::enable_shared_from_this<ChannelState> {
   std::vector<std::shared_ptr<Subchannel>> Subchannels() const;
   // Retires every connection made so far, on every thread, lazily.
   void Invalidate();
+  // UNAVAILABLE naming why there is no address (the resolver's error).
+  absl::Status NoAddressError() const;
 
   // ---- metrics -----------------------------------------------------------------------
   // Summed over current addresses, removed ones still draining and those
@@ -202,6 +220,30 @@ class ChannelState : public std::enable_shared_from_this<ChannelState> {
 
  private:
   class SubchannelWatcher;
+  // CQ thread `thread` only: the group of the resolver's addresses a call
+  // goes to (its CallRouter's answer; "" without one, every call to the
+  // whole list), or the status it fails with.
+  absl::StatusOr<CallRoute> Route(size_t thread, std::string_view method,
+                                  const transport::Metadata& metadata);
+  // CQ thread `thread` only: `group`, or while every address of it is
+  // failing at `now` (the time the caller checks backoff with: the loop's),
+  // its fallback (ResolverResult::fallback), down the chain.
+  std::string_view Failover(size_t thread, std::string_view group, TimePoint now);
+  // Why Pick found nothing, from one reading of each address of the list
+  // (of `group`): kUsable, one is usable now (a health check answered
+  // since the pick, or the policy chose none); kHealthPending, none is,
+  // but one waits for its first health answer (A17's CONNECTING: calls
+  // wait rather than fail); kNone, none is. `error`: UNAVAILABLE naming
+  // why (no address, or none healthy), for the call that fails on it.
+  struct NoPick {
+    using Kind = NoPickCounts::Kind;
+    Kind kind = NoPickCounts::kNone;
+    absl::Status error;
+  };
+  // CQ thread `thread` only. Reads the thread's view brought up to date:
+  // made after a ChangeSignal::Watch, it sees every change the Watch would
+  // not wake for.
+  NoPick WhyNoPick(size_t thread, std::string_view group = {});
   ChannelState() = default;
   void PostToAll(std::function<void()> fn);
 

@@ -83,7 +83,8 @@ TEST(ChannelStateDeathTest, PerThreadStateIsItsCqThreadsAlone) {
   ASSERT_NE(st->cq(), nullptr);
   EXPECT_EQ(st->CurrentIndex(), std::nullopt);  // the test's thread is not a CQ thread
   EXPECT_DEBUG_DEATH((void)st->Pick(0), "RINGRPC_DCHECK failed: CurrentIndex.* == thread");
-  EXPECT_DEBUG_DEATH((void)st->WhyNoPick(0), "CurrentIndex.* == thread");
+  const transport::Metadata none;
+  EXPECT_DEBUG_DEATH((void)st->PickForCall(0, {.metadata = &none}), "CurrentIndex.* == thread");
 }
 
 }  // namespace

@@ -50,7 +50,7 @@ const ActiveConfig* ConfigSelector::ConfigFor(const std::string& json,
 
 const ActiveConfig& ConfigSelector::Apply(const ResolverResult& result) {
   MutexLock lock(&mu_);
-  if (configs_.empty()) return kNoConfig;  // not started
+  if (configs_.empty()) return kNoConfig;                    // not started
   const ActiveConfig* next = configs_.front().second.get();  // the default
   const std::optional<std::string>& json = result.service_config;
   if ((json || !result.service_config_error.ok()) && !config_->service_config_disable_resolution) {

@@ -109,7 +109,8 @@ TEST(ConfigSelector, WithNoDefaultAnInvalidFirstConfigFailsCalls) {
   // The resolver's own error (a TXT record it could not read) counts the same.
   ResolverResult unreadable;
   unreadable.service_config_error = absl::InvalidArgumentError("TXT record is not JSON");
-  EXPECT_THAT(std::string(s.selector.Apply(unreadable).error.message()), HasSubstr("TXT record is not JSON"));
+  EXPECT_THAT(std::string(s.selector.Apply(unreadable).error.message()),
+              HasSubstr("TXT record is not JSON"));
   EXPECT_EQ(s.selector.errors(), 2u);
   // A valid one ends it.
   EXPECT_TRUE(s.selector.Apply(WithConfig(kTwoSeconds)).error.ok());

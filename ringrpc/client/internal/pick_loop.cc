@@ -80,69 +80,70 @@ Task<Step> OnLeaseFailed(Attempt& a, absl::Status error) {
   co_return Step::kAgain;
 }
 
+ChannelState::CallPickArgs PickArgs(const Attempt& a) {
+  return {.method = a.method,
+          .metadata = a.metadata,
+          .wait_for_ready = a.wait_for_ready,
+          .now = a.loop.Now()};  // the loop's time, as the backoff checks use
+}
+
+// The channel's pick applied to the call: kLeased, kNoLease (picked, no
+// free stream at once), kAgain (pick again at once), kFail, or kNoAddress
+// (queue until a change).
+Step TakePick(Attempt& a, ChannelState::CallPick p) {
+  a.resolved = p.resolved;
+  // The route's limit on the call's length shortens its deadline (A31);
+  // a later round's, counted from later, never lengthens it.
+  if (p.max_duration) {
+    const TimePoint now = a.loop.Now();
+    const Duration limit = std::chrono::duration_cast<Duration>(*p.max_duration);
+    if (a.deadline - now > limit) a.deadline = now + limit;
+  }
+  a.group = std::move(p.group);
+  if (p.kind == ChannelState::CallPick::kPicked) {
+    a.sc = std::move(p.sc);
+    a.tracker = std::move(p.tracker);
+    // The warm path: a connection this thread has, with a free stream. No
+    // await, no timer.
+    absl::StatusOr<SubchannelLease> lease = a.sc->pool.TryAcquire();
+    if (!lease.ok()) return Step::kNoLease;
+    a.lease = std::move(*lease);
+    return Step::kLeased;
+  }
+  a.last = std::move(p.error);
+  // An address became usable after the pick looked: pick again at once
+  // (bounded: a policy that keeps choosing none ends as the channel said).
+  if (p.usable_now && a.repicks < kMaxRepicks) {
+    ++a.repicks;
+    return Step::kAgain;
+  }
+  if (p.kind == ChannelState::CallPick::kFail) return Fail(a, Status::FromAbsl(a.last));
+  a.recheck = p.recheck;
+  return Step::kNoAddress;
+}
+
 }  // namespace
 
 Step PickAndTryLease(Attempt& a) {
   if (std::optional<Status> ended = Ended(a)) return Fail(a, *ended);
-  // Read before picking: once set, the list the pick sees is the
-  // resolver's answer (resolved_once is set after the list).
-  a.resolved = a.st.resolved_once();
-  // Routed again each round: a new resolver answer may have moved the
-  // groups (a channel without a router gets "" at the cost of a compare).
-  absl::StatusOr<CallRoute> route = a.st.Route(a.index, a.method, *a.metadata);
-  if (!route.ok()) return Fail(a, Status::FromAbsl(route.status()));
-  // The route's limit on the call's length shortens its deadline (A31);
-  // a later round's, counted from later, never lengthens it.
-  if (route->max_duration) {
-    const TimePoint now = a.loop.Now();
-    const Duration limit = std::chrono::duration_cast<Duration>(*route->max_duration);
-    if (a.deadline - now > limit) a.deadline = now + limit;
-  }
-  // The loop's time, as the backoff check below uses: the two agree.
-  a.group = std::string(a.st.Failover(a.index, route->group, a.loop.Now()));
-  a.sc = a.st.Pick(a.index, a.group, &a.tracker);
-  if (a.sc == nullptr) return Step::kNoAddress;
-  // The warm path: a connection this thread has, with a free stream. No
-  // await, no timer.
-  absl::StatusOr<SubchannelLease> lease = a.sc->pool.TryAcquire();
-  if (!lease.ok()) return Step::kNoLease;
-  a.lease = std::move(*lease);
-  return Step::kLeased;
+  return TakePick(a, a.st.PickForCall(a.index, PickArgs(a)));
 }
 
 Task<Step> FinishPick(Attempt& a, Step step) {
   if (step == Step::kNoAddress) {
-    // Watching from before the readings below: a change after them (the
-    // resolver's answer, a health answer, a connection) ends the wait; one
-    // before them is in what they read.
+    // Queued: watching from before the channel is asked again, so a change
+    // after that pick (the resolver's answer, a health answer, a
+    // connection) ends the wait, and one before it is in what it read.
     channel::ChangeSignal::Watch watch(a.st.changes(), a.index, a.loop);
-    a.resolved = a.st.resolved_once();  // before the list, as in the pick
-    // One reading of the group's addresses decides, and names the error:
-    // a health answer can come at any time (UNKNOWN, then SERVING), so a
-    // decision from two readings could fail the call with a message the
-    // first one made.
-    const ChannelState::NoPick why = a.st.WhyNoPick(a.index, a.group);
-    a.last = why.error;
-    // An address became usable after the pick looked: pick again at once
-    // (bounded: a policy that keeps choosing none ends as below).
-    if (why.kind == channel::NoPickCounts::kUsable && a.repicks < kMaxRepicks) {
-      ++a.repicks;
+    step = TakePick(a, a.st.PickForCall(a.index, PickArgs(a)));
+    if (step == Step::kNoAddress) {
+      // Until something changes, or (a policy that chose none of the
+      // usable addresses) kNoPickRecheck.
+      const TimePoint until = a.recheck ? a.loop.Now() + kNoPickRecheck : TimePoint::max();
+      co_await SleepUnlessCancelled(a.cancel, a.loop, WakeBy(a, until), &watch.changed());
       co_return Step::kAgain;
     }
-    // Before the resolver's first answer, or a health check's, every call
-    // waits (the channel is not failing, just starting); after a resolver
-    // error, or with every address unhealthy, only wait_for_ready calls do.
-    const bool health_pending = why.kind == channel::NoPickCounts::kHealthPending;
-    if (!a.wait_for_ready && a.resolved && !health_pending)
-      co_return Fail(a, Status::FromAbsl(a.last));
-    // Until something changes; a policy that chose none of the usable
-    // addresses may choose otherwise later with no change: it is asked
-    // again after kNoPickRecheck.
-    const TimePoint recheck = why.kind == channel::NoPickCounts::kUsable
-                                  ? a.loop.Now() + kNoPickRecheck
-                                  : TimePoint::max();
-    co_await SleepUnlessCancelled(a.cancel, a.loop, WakeBy(a, recheck), &watch.changed());
-    co_return Step::kAgain;
+    if (step != Step::kNoLease) co_return step;
   }
   // While the address backs off (for every thread), fail fast (or wait,
   // if wait_for_ready): no dial, no waiting in the pool.

@@ -102,17 +102,20 @@ struct Attempt {
   std::optional<SubchannelLease> lease;
   Status failure;         // with Step::kFail
   bool resolved = false;  // this round's pick saw a resolver answer
+  bool recheck = false;   // with Step::kNoAddress: no change may end the wait
 };
 
 enum class Step { kLeased, kAgain, kFail, kNoAddress, kNoLease };
 
 // One round of pick -> lease, its warm path without a coroutine frame:
-// kLeased (a.sc and a.lease are set), kFail (a.failure), or kNoAddress /
-// kNoLease, which FinishPick goes on with.
+// the channel's typed pick (ChannelState::PickForCall) applied: kLeased
+// (a.sc and a.lease are set), kFail (a.failure), kAgain, or kNoAddress
+// (queued) / kNoLease, which FinishPick goes on with.
 Step PickAndTryLease(Attempt& a);
-// The rest of a round PickAndTryLease could not finish: kNoAddress (no
-// address to pick) or kNoLease (the picked address has no free stream on
-// this thread). kAgain: run another round.
+// The rest of a round PickAndTryLease could not finish: kNoAddress (the
+// pick queued: watch the channel's changes, ask again, wait) or kNoLease
+// (the picked address has no free stream on this thread). kAgain: run
+// another round.
 Task<Step> FinishPick(Attempt& a, Step step);
 
 }  // namespace ringrpc::internal
