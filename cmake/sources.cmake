@@ -147,6 +147,7 @@ set(RINGRPC_HEADERS
   ringrpc/client/transport/internal/send_batch.h
   ringrpc/client/transport/keepalive.h
   ringrpc/client/transport/metadata.h
+  ringrpc/client/transport/socket_mutator.h
   ringrpc/client/transport/tls.h
   ringrpc/client/typed_call.h
   ringrpc/client/version.h

@@ -12,17 +12,12 @@
 
 #include "ringrpc/client/client_context.h"
 #include "ringrpc/client/runtime/event_loop.h"
+#include "ringrpc/client/runtime/testing/run_to_completion.h"
 
 namespace ringrpc::internal {
 namespace {
 
 using std::chrono::milliseconds;
-
-std::unique_ptr<runtime::EventLoop> Loop() {
-  auto loop = runtime::EventLoop::Create();
-  EXPECT_TRUE(loop.ok()) << loop.status();
-  return std::move(*loop);
-}
 
 // What ClientContext::TryCancel does, in two halves: `Take` registers the
 // cancel and takes the running wait (as TryCancel's thread holds it while
@@ -41,7 +36,7 @@ std::shared_ptr<void> TakeAndPostCancel(CancelState& cancel) {
 }
 
 TEST(CancelWake, TryCancelRunsTheInterruptOnTheLoop) {
-  auto loop = Loop();
+  auto loop = runtime::testing::MakeLoop();
   auto cancel = std::make_shared<CancelState>();
   int interrupts = 0;
   CancelWake wake(cancel, *loop, [&] { ++interrupts; });
@@ -53,7 +48,7 @@ TEST(CancelWake, TryCancelRunsTheInterruptOnTheLoop) {
 }
 
 TEST(CancelWake, ACancelPostedBeforeTheWaitEndedDoesNotReachItAfter) {
-  auto loop = Loop();
+  auto loop = runtime::testing::MakeLoop();
   auto cancel = std::make_shared<CancelState>();
   int interrupts = 0;
   std::shared_ptr<void> held;
@@ -67,7 +62,7 @@ TEST(CancelWake, ACancelPostedBeforeTheWaitEndedDoesNotReachItAfter) {
 }
 
 TEST(CancelWake, CancelledBeforeTheWaitInterruptsAtOnce) {
-  auto loop = Loop();
+  auto loop = runtime::testing::MakeLoop();
   auto cancel = std::make_shared<CancelState>();
   TakeAndPostCancel(*cancel);  // nothing registered yet
   int interrupts = 0;
@@ -88,7 +83,7 @@ bool RunUntilDone(runtime::EventLoop& loop, const bool& done) {
 }
 
 TEST(SleepUnlessCancelled, EndsAtItsTimeWhenNotCancelled) {
-  auto loop = Loop();
+  auto loop = runtime::testing::MakeLoop();
   auto cancel = std::make_shared<CancelState>();
   const TimePoint until = loop->Now() + milliseconds(30);
   bool done = false;
@@ -98,7 +93,7 @@ TEST(SleepUnlessCancelled, EndsAtItsTimeWhenNotCancelled) {
 }
 
 TEST(SleepUnlessCancelled, TryCancelFromAnotherThreadEndsItAtOnce) {
-  auto loop = Loop();
+  auto loop = runtime::testing::MakeLoop();
   auto cancel = std::make_shared<CancelState>();
   const TimePoint until = loop->Now() + std::chrono::hours(1);
   bool done = false;
@@ -112,7 +107,7 @@ TEST(SleepUnlessCancelled, TryCancelFromAnotherThreadEndsItAtOnce) {
 }
 
 TEST(SleepUnlessCancelled, CancelledBeforeItStartsDoesNotSleep) {
-  auto loop = Loop();
+  auto loop = runtime::testing::MakeLoop();
   auto cancel = std::make_shared<CancelState>();
   TakeAndPostCancel(*cancel);
   bool done = false;

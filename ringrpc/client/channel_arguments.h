@@ -20,6 +20,7 @@
 #include "ringrpc/client/client_context.h"
 #include "ringrpc/client/cq_thread_set.h"
 #include "ringrpc/client/subchannel_events.h"
+#include "ringrpc/client/transport/socket_mutator.h"
 
 namespace ringrpc {
 
@@ -66,6 +67,7 @@ class ChannelArguments {
     std::swap(listener_, other.listener_);
     std::swap(recorder_, other.recorder_);
     std::swap(cq_thread_set_, other.cq_thread_set_);
+    std::swap(socket_mutator_, other.socket_mutator_);
   }
 
   // ringrpc: receives the lifecycle events of this channel's subchannels.
@@ -89,6 +91,15 @@ class ChannelArguments {
   void SetCqThreadSet(std::shared_ptr<CqThreadSet> set) { cq_thread_set_ = std::move(set); }
   const std::shared_ptr<CqThreadSet>& cq_thread_set() const { return cq_thread_set_; }
 
+  // Runs on every socket the channel dials, before it connects
+  // (ringrpc/client/transport/socket_mutator.h); grpc++'s takes a
+  // grpc_socket_mutator, which is grpc core's. Two channels given different
+  // mutators never share a connection.
+  void SetSocketMutator(std::shared_ptr<SocketMutator> mutator) {
+    socket_mutator_ = std::move(mutator);
+  }
+  const std::shared_ptr<SocketMutator>& socket_mutator() const { return socket_mutator_; }
+
   const std::map<std::string, Value>& values() const { return values_; }
 
  private:
@@ -97,6 +108,7 @@ class ChannelArguments {
   std::shared_ptr<SubchannelEventListener> listener_;
   std::shared_ptr<CallMetricsRecorder> recorder_;
   std::shared_ptr<CqThreadSet> cq_thread_set_;
+  std::shared_ptr<SocketMutator> socket_mutator_;
 };
 
 }  // namespace ringrpc

@@ -15,17 +15,12 @@
 
 #include "ringrpc/base/task.h"
 #include "ringrpc/client/runtime/event_loop.h"
+#include "ringrpc/client/runtime/testing/run_to_completion.h"
 
 namespace ringrpc::channel {
 namespace {
 
 using std::chrono::milliseconds;
-
-std::unique_ptr<runtime::EventLoop> Loop() {
-  auto loop = runtime::EventLoop::Create();
-  EXPECT_TRUE(loop.ok()) << loop.status();
-  return std::move(*loop);
-}
 
 // Waits for a change on `thread` of `signal`, then sets `*woken`.
 Task<void> AwaitChange(ChangeSignal& signal, size_t thread, runtime::EventLoop& loop, bool* woken) {
@@ -48,7 +43,7 @@ void RingFromAnotherThread(ChangeSignal& signal, int times = 1) {
 }
 
 TEST(ChangeSignal, ARingFromAnotherThreadWakesAWatchOnItsOwnLoop) {
-  auto loop = Loop();
+  auto loop = runtime::testing::MakeLoop();
   auto signal = ChangeSignal::Create(1);
   bool woken = false;
   loop->Spawn(AwaitChange(*signal, 0, *loop, &woken));
@@ -59,7 +54,7 @@ TEST(ChangeSignal, ARingFromAnotherThreadWakesAWatchOnItsOwnLoop) {
 }
 
 TEST(ChangeSignal, ARingBetweenTheWatchAndItsWaitIsNotLost) {
-  auto loop = Loop();
+  auto loop = runtime::testing::MakeLoop();
   auto signal = ChangeSignal::Create(1);
   auto watch = std::make_unique<ChangeSignal::Watch>(*signal, 0, *loop);
   RingFromAnotherThread(*signal);
@@ -74,7 +69,7 @@ TEST(ChangeSignal, ARingBetweenTheWatchAndItsWaitIsNotLost) {
 }
 
 TEST(ChangeSignal, ARingWithNoWatchSetsNothingForALaterWatch) {
-  auto loop = Loop();
+  auto loop = runtime::testing::MakeLoop();
   auto signal = ChangeSignal::Create(1);
   RingFromAnotherThread(*signal, 3);
   EXPECT_EQ(signal->epoch(), 3u);
@@ -94,7 +89,7 @@ TEST(ChangeSignal, ManyRingsWakeEveryWatchOfEveryThread) {
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
-      auto loop = Loop();
+      auto loop = runtime::testing::MakeLoop();
       bool done[kWatchesEach] = {};
       for (bool& d : done) loop->Spawn(AwaitChange(*signal, t, *loop, &d));
       watching += kWatchesEach;
@@ -120,7 +115,7 @@ TEST(ChangeSignal, ManyRingsWakeEveryWatchOfEveryThread) {
 }
 
 TEST(ChangeSignal, AWatchGoneWithAWakeUpInFlightIsSafeAndTheNextOneIsWoken) {
-  auto loop = Loop();
+  auto loop = runtime::testing::MakeLoop();
   auto signal = ChangeSignal::Create(1);
   {
     ChangeSignal::Watch watch(*signal, 0, *loop);

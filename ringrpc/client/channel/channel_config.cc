@@ -76,6 +76,15 @@ void ReadConnectionArgs(Reader& r, transport::ConnectionOptions& conn) {
         [&](int v) { conn.keepalive_permit_without_calls = v == 1; });
   r.Int("grpc.http2.max_pings_without_data", 0, INT_MAX,
         [&](int v) { conn.max_pings_without_data = v; });
+  // gRFC A18: with keepalive on, data unacknowledged for the keepalive
+  // timeout ends the connection, as a PING unanswered that long does;
+  // grpc.tcp_user_timeout_ms says otherwise (0: the kernel's default).
+  if (conn.keepalive_time) {
+    conn.tcp_user_timeout = std::chrono::duration_cast<milliseconds>(conn.keepalive_timeout);
+  }
+  r.Int("grpc.tcp_user_timeout_ms", 0, INT_MAX, [&](int v) {
+    conn.tcp_user_timeout = v == 0 ? std::nullopt : std::optional<milliseconds>(v);
+  });
 }
 
 // grpc.* keys about the channel: backoff, DNS, load balancing, service
@@ -215,6 +224,7 @@ absl::StatusOr<ChannelConfig> ParseChannelArguments(const ChannelArguments& args
   ReadChannelArgs(r, c);
   ReadRingrpcArgs(r, c);
   if (absl::Status s = r.status(); !s.ok()) return s;
+  c.connection.socket_mutator = args.socket_mutator();
   if (c.lb_config_arg == nullptr) c.lb_config_arg = lb::PickFirstConfig();
   if (c.lb_config == nullptr) c.lb_config = c.lb_config_arg;
   if (c.pool.min_idle > c.pool.max_size) {

@@ -68,10 +68,6 @@ Task<absl::StatusOr<std::shared_ptr<Http2Connection>>> Http2Connection::Connect(
     co_return absl::UnavailableError(
         absl::StrCat("socket for ", dial_name, ": ", std::strerror(errno)));
   }
-  if (address.family() != AF_UNIX) {
-    int one = 1;
-    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  }
   // The socket is this frame's until Adopt takes it: a caller that gives
   // up (its deadline) destroys the frame mid-connect, and the socket must
   // close with it (the fault suite found one left ESTABLISHED).
@@ -82,6 +78,23 @@ Task<absl::StatusOr<std::shared_ptr<Http2Connection>>> Http2Connection::Connect(
       if (fd >= 0) loop.Close(fd);
     }
   } guard{loop, fd};
+  if (address.family() != AF_UNIX) {
+    int one = 1;
+    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    if (options.tcp_user_timeout) {
+      const unsigned ms = unsigned(options.tcp_user_timeout->count());
+      if (::setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &ms, sizeof ms) != 0) {
+        co_return absl::UnavailableError(
+            absl::StrCat("setting TCP_USER_TIMEOUT for ", dial_name, ": ", std::strerror(errno)));
+      }
+    }
+  }
+  if (options.socket_mutator != nullptr &&
+      !options.socket_mutator->Mutate(
+          SocketInfo{.fd = fd, .family = address.family(), .address = dialled})) {
+    co_return absl::UnavailableError(
+        absl::StrCat("the channel's socket mutator refused the socket for ", dial_name));
+  }
   auto dial = [](EventLoop& loop, int fd, Address a) -> Task<int> {
     runtime::IoResult r = co_await loop.Connect(fd, a.sockaddr_ptr(), a.len);
     co_return r.res;

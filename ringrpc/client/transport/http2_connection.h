@@ -42,6 +42,7 @@
 #include "ringrpc/client/transport/grpc_wire.h"
 #include "ringrpc/client/transport/internal/send_batch.h"
 #include "ringrpc/client/transport/keepalive.h"
+#include "ringrpc/client/transport/socket_mutator.h"
 #include "ringrpc/client/transport/tls.h"
 
 struct nghttp2_session;
@@ -73,7 +74,13 @@ struct ConnectionOptions {
   // through the tunnel.
   std::string http_connect_target;
   std::string http_connect_authorization;
-  // Field by field; `tls` by identity (one channel's TLS settings).
+  // TCP_USER_TIMEOUT on each TCP socket (gRFC A18): unset, the kernel's
+  // default; ChannelConfig sets it to keepalive_timeout when keepalive is
+  // on, as grpc++ does.
+  std::optional<std::chrono::milliseconds> tcp_user_timeout;
+  // Run on each new socket before its connect (null: none).
+  std::shared_ptr<SocketMutator> socket_mutator;
+  // Field by field; `tls` and `socket_mutator` by identity.
   bool operator==(const ConnectionOptions&) const = default;
 };
 
