@@ -76,6 +76,7 @@ set(RINGRPC_HEADERS
   ringrpc/base/mutex.h
   ringrpc/base/random.h
   ringrpc/base/runtime.h
+  ringrpc/base/socket_mutator.h
   ringrpc/base/task.h
   ringrpc/base/time.h
   ringrpc/client/async_stream.h
@@ -147,7 +148,6 @@ set(RINGRPC_HEADERS
   ringrpc/client/transport/internal/send_batch.h
   ringrpc/client/transport/keepalive.h
   ringrpc/client/transport/metadata.h
-  ringrpc/client/transport/socket_mutator.h
   ringrpc/client/transport/tls.h
   ringrpc/client/typed_call.h
   ringrpc/client/version.h

@@ -15,12 +15,12 @@
 #include <utility>
 #include <variant>
 
+#include "ringrpc/base/socket_mutator.h"
 #include "ringrpc/client/call_metrics.h"
 #include "ringrpc/client/channel_arg_names.h"
 #include "ringrpc/client/client_context.h"
 #include "ringrpc/client/cq_thread_set.h"
 #include "ringrpc/client/subchannel_events.h"
-#include "ringrpc/client/transport/socket_mutator.h"
 
 namespace ringrpc {
 
@@ -92,7 +92,7 @@ class ChannelArguments {
   const std::shared_ptr<CqThreadSet>& cq_thread_set() const { return cq_thread_set_; }
 
   // Runs on every socket the channel dials, before it connects
-  // (ringrpc/client/transport/socket_mutator.h); grpc++'s takes a
+  // (ringrpc/base/socket_mutator.h); grpc++'s takes a
   // grpc_socket_mutator, which is grpc core's. Two channels given different
   // mutators never share a connection.
   void SetSocketMutator(std::shared_ptr<SocketMutator> mutator) {

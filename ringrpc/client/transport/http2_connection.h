@@ -33,6 +33,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "ringrpc/base/fork.h"
+#include "ringrpc/base/socket_mutator.h"
 #include "ringrpc/base/task.h"
 #include "ringrpc/base/time.h"
 #include "ringrpc/client/runtime/event_loop.h"
@@ -42,7 +43,6 @@
 #include "ringrpc/client/transport/grpc_wire.h"
 #include "ringrpc/client/transport/internal/send_batch.h"
 #include "ringrpc/client/transport/keepalive.h"
-#include "ringrpc/client/transport/socket_mutator.h"
 #include "ringrpc/client/transport/tls.h"
 
 struct nghttp2_session;

@@ -1,4 +1,4 @@
-// ringrpc/client/transport/socket_mutator.h — a program's hook on every
+// ringrpc/base/socket_mutator.h — a program's hook on every
 // socket a channel dials, before it connects (grpc++'s grpc.socket_mutator):
 // socket options such as SO_MARK, IP_TOS (DSCP), SO_KEEPALIVE or buffer
 // sizes, a bind() to a local address or SO_BINDTODEVICE. Set with
@@ -15,8 +15,8 @@
 //     }
 //   };
 //   args.SetSocketMutator(std::make_shared<MarkSockets>());
-#ifndef RINGRPC_CLIENT_TRANSPORT_SOCKET_MUTATOR_H_
-#define RINGRPC_CLIENT_TRANSPORT_SOCKET_MUTATOR_H_
+#ifndef RINGRPC_BASE_SOCKET_MUTATOR_H_
+#define RINGRPC_BASE_SOCKET_MUTATOR_H_
 
 #include <string_view>
 
@@ -45,4 +45,4 @@ class SocketMutator {
 
 }  // namespace ringrpc
 
-#endif  // RINGRPC_CLIENT_TRANSPORT_SOCKET_MUTATOR_H_
+#endif  // RINGRPC_BASE_SOCKET_MUTATOR_H_
