@@ -47,6 +47,7 @@ set(RINGRPC_SOURCES
   ringrpc/client/runtime/event_loop.cc
   ringrpc/client/runtime/uring_loop.cc
   ringrpc/client/status.cc
+  ringrpc/client/stream_hedging.cc
   ringrpc/client/stream_retry.cc
   ringrpc/client/subchannel_events.cc
   ringrpc/client/transport/address.cc
@@ -125,6 +126,7 @@ set(RINGRPC_HEADERS
   ringrpc/client/internal/client_call_impl.h
   ringrpc/client/internal/interceptors.h
   ringrpc/client/internal/pick_loop.h
+  ringrpc/client/internal/stream_hedge.h
   ringrpc/client/lb/builtin.h
   ringrpc/client/lb/lb_policy.h
   ringrpc/client/message_parse.h

@@ -12,6 +12,7 @@
 #include "ringrpc/base/fork.h"
 #include "ringrpc/base/mutex.h"
 #include "ringrpc/client/internal/call_credentials.h"
+#include "ringrpc/client/internal/cancel_wake.h"
 #include "ringrpc/client/runtime/loop_event.h"
 
 namespace ringrpc {
@@ -174,9 +175,6 @@ struct OffLoopWait final : TimerCallback {
   std::multimap<std::string, std::string> md;
 };
 
-// How soon a call waiting for its credentials notices TryCancel.
-constexpr std::chrono::milliseconds kCancelPoll{20};
-
 }  // namespace
 
 std::shared_ptr<CallCredentials> AccessTokenCredentials(const std::string& access_token) {
@@ -231,6 +229,9 @@ Task<Status> ApplyCallCredentials(std::shared_ptr<void> keep, runtime::EventLoop
       });
       // `keep` (and with it the loop) goes only after the post.
     });
+    // Woken by the result, the deadline's timer or TryCancel (at once).
+    CancelWake on_cancel(cancel, loop, [w = wait.get()] { w->event.Set(); });
+    if (deadline != TimePoint::max()) wait->timer = loop.ScheduleTimer(deadline, wait.get());
     while (!wait->done) {
       {
         MutexLock lock(&cancel->mu);
@@ -238,17 +239,11 @@ Task<Status> ApplyCallCredentials(std::shared_ptr<void> keep, runtime::EventLoop
           co_return Status(StatusCode::CANCELLED, "cancelled while the call credentials ran");
         }
       }
-      const TimePoint now = loop.Now();
-      if (now >= deadline) {
+      if (loop.Now() >= deadline) {
         co_return Status(StatusCode::DEADLINE_EXCEEDED,
                          "deadline exceeded while the call credentials ran");
       }
-      wait->timer = loop.ScheduleTimer(std::min(deadline, now + kCancelPoll), wait.get());
       co_await wait->event.Wait();
-      if (wait->timer != 0) {
-        loop.CancelTimer(wait->timer);
-        wait->timer = 0;
-      }
     }
     s = std::move(wait->status);
     got = std::move(wait->md);

@@ -207,8 +207,8 @@ Attempt CallOpener::NewAttempt(ChannelState& st, size_t index, runtime::EventLoo
                                                                : CallDeadline(loop, *ctx, mc),
                  .wait_for_ready =
                      asked_wait ? *asked_wait : mc != nullptr && mc->wait_for_ready.value_or(false),
-                 .cancel = CallAccess::cancel(*ctx),
-                 .abandoned = plan != nullptr ? plan->abandoned : nullptr};
+                 .cancel = plan != nullptr && plan->cancel != nullptr ? plan->cancel
+                                                                      : CallAccess::cancel(*ctx)};
 }
 
 Task<Status> CallOpener::PrepareCall(const std::shared_ptr<ChannelState>& self, Attempt& a,
@@ -348,7 +348,8 @@ std::unique_ptr<ClientCall> CallOpener::MakeCall(
   if (plan == nullptr && st.config().enable_retries) {
     const channel::RetryPolicy* policy =
         mc != nullptr && mc->retry_policy ? &*mc->retry_policy : nullptr;
-    impl->replay = std::make_unique<ClientCall::Impl::Replay>(policy, active.throttle.get());
+    impl->replay =
+        std::make_unique<ClientCall::Impl::Replay>(policy, active.throttle.get(), a.loop);
     ClientCall::Impl::Replay& r = *impl->replay;
     r.method = a.method;
     r.plan = AttemptPlan{.deadline = a.deadline == TimePoint::max()
@@ -359,6 +360,10 @@ std::unique_ptr<ClientCall> CallOpener::MakeCall(
                          .method_config = mc};
     r.limit = st.config().per_rpc_retry_buffer_size;
     r.call_start = Clock::now();
+    // A hedgingPolicy: further copies beside this one (stream_hedging.cc).
+    if (mc != nullptr && mc->hedging_policy) {
+      r.hedge = std::make_shared<StreamHedge>(a.loop, *mc->hedging_policy, active.throttle.get());
+    }
   }
   RegisterCancel(*impl);
   if (impl->replay != nullptr) WatchRecvTimeout(impl.get());
@@ -376,7 +381,12 @@ std::unique_ptr<ClientCall> CallOpener::MakeCall(
     impl->call->set_end_observer(impl.get());
     if (impl->call->finished()) impl->OnCallEnd(*impl->call);  // ended while it opened
   }
-  return std::unique_ptr<ClientCall>(new ClientCall(std::move(impl)));
+  ClientCall::Impl* opened = impl.get();
+  std::unique_ptr<ClientCall> made(new ClientCall(std::move(impl)));
+  if (opened->replay != nullptr && opened->replay->hedge != nullptr) {
+    a.loop.Spawn(HedgeStream(self, opened, opened->replay->hedge));
+  }
+  return made;
 }
 
 }  // namespace ringrpc::internal

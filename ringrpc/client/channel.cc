@@ -16,6 +16,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "ringrpc/base/runtime.h"
+#include "ringrpc/client/channel/change_signal.h"
 #include "ringrpc/client/channel/channel_config.h"
 #include "ringrpc/client/channel/channel_state.h"
 #include "ringrpc/client/channel/subchannel.h"
@@ -279,22 +280,43 @@ bool Channel::WaitForStateChange(ConnectivityState last,
 
 namespace {
 
-// Looks at the state every 10 ms until it differs from `last` (the tag
-// with ok true), or the tag is no longer owed (its deadline delivered it
-// with ok false, or the queue is gone). The channel is held weakly: a
-// channel dropped meanwhile leaves the deadline to deliver the tag.
+// Waits until the state differs from `last` (the tag with ok true), or
+// the tag is no longer owed (its deadline delivered it with ok false, or
+// the queue is gone). Woken by the channel's change signal (a resolver
+// answer, a connection, a failed dial: what moves the state) and by the
+// tag's deadline; no timer looks in between. The channel is held weakly
+// (a channel dropped meanwhile leaves the deadline to deliver the tag);
+// the signal, which the channel's connections share, strongly.
 Task<void> WatchState(std::weak_ptr<channel::ChannelState> weak,
                       std::shared_ptr<internal::CqCore> cq, internal::CqCore::Timer timer,
                       ConnectivityState last) {
   runtime::EventLoop& loop = *runtime::EventLoop::Current();
+  std::shared_ptr<channel::ChangeSignal> signal;
+  size_t index = 0;
+  if (std::shared_ptr<channel::ChannelState> st = weak.lock()) {
+    signal = st->changes().shared_from_this();
+    index = st->CurrentIndex().value_or(0);
+  }
+  if (signal == nullptr) co_return;
   for (;;) {
-    co_await SleepUntil(loop, loop.Now() + std::chrono::milliseconds(10));
-    if (!cq->TimerPending(timer)) co_return;
-    std::shared_ptr<channel::ChannelState> st = weak.lock();
-    if (st == nullptr) co_return;
-    if (Public(st->Aggregate()) != last) {
-      cq->EndTimer(timer, true);
-      co_return;
+    {
+      // Watching before the look: a change after it ends the wait.
+      channel::ChangeSignal::Watch watch(*signal, index, loop);
+      if (!cq->TimerPending(timer)) co_return;
+      std::shared_ptr<channel::ChannelState> st = weak.lock();
+      if (st == nullptr) co_return;
+      if (Public(st->Aggregate()) != last) {
+        cq->EndTimer(timer, true);
+        co_return;
+      }
+      st.reset();
+      // Until a change, or just past the deadline (which delivers the tag).
+      const TimePoint now = loop.Now();
+      const Duration year = std::chrono::hours(24 * 365);
+      const Duration left = timer.at - now >= year ? year
+                            : timer.at > now       ? timer.at - now + std::chrono::milliseconds(1)
+                                                   : Duration::zero();
+      (void)co_await runtime::WithTimeout<bool>(loop, runtime::Rung(&watch.changed()), left);
     }
   }
 }

@@ -119,8 +119,7 @@ ReadyOr<Status> ClientCall::AwaitWritesDone() {
       impl->Fail(s);
       return s;
     }
-    if (impl->replay != nullptr) impl->replay->writes_done = true;
-    impl->call->WritesDone();
+    impl->CloseWrites();
     return s;
   };
   if (impl_->interceptors == nullptr) return close(impl_.get(), Status());
@@ -193,7 +192,8 @@ void ClientCall::Cancel() {
   if (impl_->interceptors != nullptr) impl_->interceptors->PreSendCancel();
   if (impl_->replay != nullptr) {
     impl_->Commit();
-    impl_->replay->cancelled = true;  // an attempt being opened is cancelled too
+    impl_->replay->cancelled = true;    // an attempt being opened is cancelled too
+    impl_->replay->cancel_event.Set();  // a wait to retry ends now
   }
   impl_->call->Cancel();
 }
@@ -260,6 +260,11 @@ Task<Status> ClientCall::Finish() {
     }
     if (impl_->replay == nullptr) break;
     if (!co_await internal::CallOpener::NextStreamAttempt(impl_.get(), generation)) break;
+  }
+  if (impl_->replay != nullptr && impl_->replay->hedge != nullptr) {
+    // A hedged stream's other copies read the context while they open:
+    // the call ends once none does (they were cancelled at the commit).
+    while (!impl_->replay->hedge->done) co_await impl_->replay->progress.Wait();
   }
   co_return co_await AwaitFinishNow();
 }

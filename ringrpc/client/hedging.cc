@@ -11,10 +11,11 @@
 
 #include "ringrpc/client/channel/channel_state.h"
 #include "ringrpc/client/channel/retry_policy.h"
+#include "ringrpc/client/internal/call_access.h"
 #include "ringrpc/client/internal/call_opener.h"
 #include "ringrpc/client/internal/call_waits.h"
+#include "ringrpc/client/internal/cancel_wake.h"
 #include "ringrpc/client/internal/client_call_impl.h"
-#include "ringrpc/client/internal/pick_loop.h"
 #include "ringrpc/client/runtime/loop_event.h"
 
 namespace ringrpc::internal {
@@ -29,13 +30,15 @@ struct CallOpener::Hedge {
         channel::RetryThrottle* throttle)
       : loop(loop), wake(loop), state(policy, throttle) {}
   runtime::EventLoop& loop;
-  runtime::LoopEvent wake;  // a copy ended, or its server answered first
+  // A copy ended, its server answered first, or TryCancel came.
+  runtime::LoopEvent wake;
   channel::HedgingState state;
-  int running = 0;                        // copies not ended
-  bool abandoned = false;                 // decided: copies still opening give up
-  std::vector<ClientCall*> open;          // copies with a stream
-  const ClientCall* committed = nullptr;  // its server answered first: the call's
-  std::optional<Status> final;            // the call's status, once decided
+  int running = 0;  // copies not ended
+  // Each copy's own cancel state (the context's is the call's): how the
+  // call ends a copy it needs no more, opening or open.
+  std::vector<std::shared_ptr<CancelState>> copies;
+  const CancelState* committed = nullptr;  // its server answered first: the call's
+  std::optional<Status> final;             // the call's status, once decided
   std::optional<ByteBuffer> reply;
   Status last = Status(StatusCode::UNAVAILABLE, "no hedged attempt was sent");
   bool next_now = false;             // a non-fatal failure: the next copy goes at once
@@ -45,12 +48,11 @@ struct CallOpener::Hedge {
 
 namespace {
 
-// Every copy but `keep` is cancelled; copies still opening give up.
-void CancelOthers(CallOpener::Hedge& h, const ClientCall* keep);
-
-Task<bool> Woken(runtime::LoopEvent* e) {
-  co_await e->Wait();
-  co_return true;
+// Every copy but `keep` is cancelled, opening or open.
+void CancelOthers(const CallOpener::Hedge& h, const CancelState* keep) {
+  for (const std::shared_ptr<CancelState>& c : h.copies) {
+    if (c.get() != keep) c->Cancel();
+  }
 }
 
 }  // namespace
@@ -61,28 +63,27 @@ Task<void> CallOpener::HedgedCopy(std::shared_ptr<ChannelState> self, const std:
                                   ClientContext* ctx, const OutgoingMessage* request,
                                   AttemptPlan plan, std::shared_ptr<Hedge> h) {
   Status s;
+  // Cancelled (through plan.cancel) before it opened, it opens cancelled.
+  const CancelState* me = plan.cancel.get();
   std::unique_ptr<ClientCall> call = co_await Open(self, *method, ctx, &s, false, &plan);
   std::optional<ByteBuffer> reply;
   channel::AttemptEnd end;
   if (call != nullptr) {
-    h->open.push_back(call.get());
-    if (h->abandoned) call->Cancel();              // decided while this one opened
     (void)co_await call->AwaitWriteNow(*request);  // a failed write ends the call
     (void)co_await call->AwaitWritesDone();
     co_await call->impl_->call->WaitForInitialMetadata();
     if (call->impl_->call->initial_metadata_received() && !h->final && h->committed == nullptr) {
-      h->committed = call.get();  // its server answered first
-      CancelOthers(*h, call.get());
+      h->committed = me;  // its server answered first
+      CancelOthers(*h, me);
       h->wake.Set();
     }
     reply = co_await call->ReadBuffer();
     (void)co_await call->impl_->call->Finish();  // the context is not touched yet
-    std::erase(h->open, call.get());
     end.never_sent = call->never_sent();
-    end.server_answered = h->committed == call.get();
+    end.server_answered = h->committed == me;
     end.pushback = channel::ParsePushback(call->impl_->call->trailing_metadata());
   }
-  const bool lost = h->final.has_value() || (h->committed != nullptr && h->committed != call.get());
+  const bool lost = h->final.has_value() || (h->committed != nullptr && h->committed != me);
   if (!lost) {
     // Only a copy that may be the call's writes its results into the
     // context (and runs the interceptors' status hooks).
@@ -93,7 +94,7 @@ Task<void> CallOpener::HedgedCopy(std::shared_ptr<ChannelState> self, const std:
     if (d.verdict == V::kDecides) {
       h->final = s;
       h->reply = std::move(reply);
-      CancelOthers(*h, call.get());
+      CancelOthers(*h, me);
     } else {
       h->last = s;
       h->next_now = d.verdict == V::kNextNow;
@@ -106,17 +107,6 @@ Task<void> CallOpener::HedgedCopy(std::shared_ptr<ChannelState> self, const std:
   h->wake.Set();
 }
 
-namespace {
-
-void CancelOthers(CallOpener::Hedge& h, const ClientCall* keep) {
-  h.abandoned = true;
-  for (ClientCall* c : h.open) {
-    if (c != keep) c->Cancel();
-  }
-}
-
-}  // namespace
-
 Task<Status> CallOpener::UnaryHedged(std::shared_ptr<channel::ChannelState> self,
                                      const std::string& method, ClientContext* ctx,
                                      OutgoingMessage request, ResponseSink response,
@@ -126,7 +116,9 @@ Task<Status> CallOpener::UnaryHedged(std::shared_ptr<channel::ChannelState> self
   auto h = std::make_shared<Hedge>(loop, *call_plan.method_config->hedging_policy,
                                    call_plan.config->throttle.get());
   AttemptPlan plan = call_plan;
-  plan.abandoned = &h->abandoned;
+  // TryCancel reaches the call here (its copies have cancel states of
+  // their own): it wakes the loop below, which cancels them all.
+  CancelWake on_cancel(CallAccess::cancel(*ctx), loop, [&h] { h->wake.Set(); });
   int sent = 0;
   bool more = true;  // further copies may go
   TimePoint next = loop.Now();
@@ -149,6 +141,7 @@ Task<Status> CallOpener::UnaryHedged(std::shared_ptr<channel::ChannelState> self
         continue;
       }
       plan.previous_attempts = sent;
+      plan.cancel = h->copies.emplace_back(std::make_shared<CancelState>());
       ++sent;
       ++h->running;
       h->next_now = false;
@@ -159,11 +152,12 @@ Task<Status> CallOpener::UnaryHedged(std::shared_ptr<channel::ChannelState> self
       continue;
     }
     if (h->running == 0 && (h->final || !more)) break;
-    // Wait for a copy's news, the next copy's time, or a TryCancel (the
-    // context reaches one copy at a time: the call cancels the rest).
-    Duration wait = kCancelPoll;
-    if (more) wait = std::min(wait, next - loop.Now());
-    (void)co_await runtime::WithTimeout<bool>(loop, Woken(&h->wake), wait);
+    // Wait for a copy's news, the next copy's time, or TryCancel.
+    if (more) {
+      (void)co_await runtime::WithTimeout<bool>(loop, runtime::Rung(&h->wake), next - loop.Now());
+    } else {
+      co_await h->wake.Wait();
+    }
     if (Cancelled(*ctx) && !h->final) {
       h->final = Status(StatusCode::CANCELLED, "cancelled");
       CancelOthers(*h, nullptr);

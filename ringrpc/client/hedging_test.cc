@@ -1,10 +1,12 @@
-// gRFC A6 hedging of unary calls (issue 13, part 4) against grpc++
-// servers: copies sent hedgingDelay apart, the first answer wins and the
-// others are cancelled, a non-fatal status sends the next copy at once, a
-// fatal one ends the call, pushback and throttling stop the copies,
-// TryCancel ends them all. And the tail it cuts: a backend that takes
-// 200 ms on 5% of calls (drawn at random), p50/p99 with and without hedging (the figures
-// in docs/performance.md come from this test's output).
+// gRFC A6 hedging against grpc++ servers, of unary calls: copies sent
+// hedgingDelay apart, the first answer wins and the others are cancelled,
+// a non-fatal status sends the next copy at once, a fatal one ends the
+// call, pushback and throttling stop the copies, TryCancel ends them all;
+// and of streams: every copy gets every message written, the caller's
+// operations move to the copy that answers, the retry buffer commits.
+// And the tail it cuts: a backend that takes 200 ms on 5% of calls (drawn
+// at random), p50/p99 with and without hedging (the figures in
+// docs/performance.md come from this test's output).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -192,6 +194,206 @@ TEST_F(HedgingTest, RetriesOffMeansNoCopies) {
   Status s = Call(*ch, 1, &ctx);
   EXPECT_EQ(s.error_code(), StatusCode::UNAVAILABLE);
   EXPECT_THAT(ch->MetricsText(), HasSubstr("ringrpc_hedged_attempts_total 0\n"));
+}
+
+// ---- Streams: the same policy on streaming methods (grpc++ has none) ----
+
+// Waits (within 10 s) until the server has counted `n` calls (or `n`
+// cancelled ones); returns what it counted last.
+int64_t AwaitCalls(const std::string& address, int64_t n) {
+  int64_t calls = 0;
+  for (auto until = steady_clock::now() + std::chrono::seconds(10);
+       (calls = Stats(address).calls()) < n && steady_clock::now() < until;) {
+    std::this_thread::sleep_for(milliseconds(10));
+  }
+  return calls;
+}
+int64_t AwaitCancelled(const std::string& address, int64_t n) {
+  int64_t cancelled = 0;
+  for (auto until = steady_clock::now() + std::chrono::seconds(10);
+       (cancelled = Stats(address).cancelled()) < n && steady_clock::now() < until;) {
+    std::this_thread::sleep_for(milliseconds(10));
+  }
+  return cancelled;
+}
+
+// The first `stall` copies of the call get no answer (for 10 s, or until
+// cancelled); later ones are answered.
+void StallFirst(ClientContext* ctx, const std::string& key, int stall) {
+  testing::AddFailFirst(ctx, {.key = key, .attempts = 0});
+  ctx->AddMetadata("x-stall-attempts", std::to_string(stall));
+}
+
+TEST_F(HedgingTest, AClientStreamsCopiesGetEveryMessageAndTheFirstAnswerWins) {
+  auto ch = Make(server_->address(), Hedging(2, "0.05s"));
+  ClientContext ctx;
+  StallFirst(&ctx, "client-stream", 1);
+  EchoResponse resp;
+  auto writer = TestService::NewStub(ch)->ClientStream(&ctx, &resp);
+  EchoRequest req;
+  req.set_payload("abc");
+  // Written before the second copy goes: replayed on it.
+  EXPECT_TRUE(writer->Write(req));
+  ASSERT_EQ(AwaitCalls(server_->address(), 2), 2);
+  // Written while both copies are open and neither answered: sent on both.
+  EXPECT_TRUE(writer->Write(req));
+  EXPECT_TRUE(writer->Write(req));
+  writer->WritesDone();
+  Status s = writer->Finish();
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(resp.count(), 3);
+  EXPECT_EQ(resp.total_bytes(), 9);
+  EXPECT_EQ(Md(ctx.GetServerInitialMetadata(), "x-attempt"), "1");
+  EXPECT_EQ(Md(ctx.GetServerInitialMetadata(), "x-previous-attempts"), "1");
+  EXPECT_THAT(ch->MetricsText(), HasSubstr("ringrpc_hedged_attempts_total 1\n"));
+  // The stalled first copy was cancelled.
+  EXPECT_EQ(AwaitCancelled(server_->address(), 1), 1);
+}
+
+TEST_F(HedgingTest, ABidiReadWaitingOnTheFirstCopyMovesToTheCopyThatAnswers) {
+  auto ch = Make(server_->address(), Hedging(3, "0.05s"));
+  ClientContext ctx;
+  StallFirst(&ctx, "bidi", 1);
+  auto stream = TestService::NewStub(ch)->Bidi(&ctx);
+  EchoRequest req;
+  EchoResponse r;
+  req.set_payload("one");
+  EXPECT_TRUE(stream->Write(req));
+  // This read waits on the first copy, which never answers; the second
+  // answers (with the echo of its replayed message) and takes its place.
+  ASSERT_TRUE(stream->Read(&r));
+  EXPECT_EQ(r.payload(), "one");
+  req.set_payload("two");
+  EXPECT_TRUE(stream->Write(req));
+  ASSERT_TRUE(stream->Read(&r));
+  EXPECT_EQ(r.payload(), "two");
+  stream->WritesDone();
+  EXPECT_FALSE(stream->Read(&r));
+  Status s = stream->Finish();
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(Md(ctx.GetServerInitialMetadata(), "x-attempt"), "1");
+  // The answer came before the third copy's time: it never went.
+  EXPECT_THAT(ch->MetricsText(), HasSubstr("ringrpc_hedged_attempts_total 1\n"));
+  EXPECT_EQ(AwaitCancelled(server_->address(), 1), 1);
+  EXPECT_EQ(Stats(server_->address()).calls(), 2);
+}
+
+// The callback form: its read and its finisher both wait on the first
+// copy; both move to the copy that answers.
+class EchoOnce final : public ClientBidiReactor<EchoRequest, EchoResponse> {
+ public:
+  EchoOnce(TestService::Stub* stub, ClientContext* ctx) {
+    req_.set_payload("once");
+    stub->async()->Bidi(ctx, this);
+    StartWrite(&req_);
+    StartRead(&resp_);
+    StartCall();
+  }
+  void OnReadDone(bool ok) override {
+    if (ok) got_ = resp_.payload();
+    StartWritesDone();
+  }
+  void OnDone(const Status& s) override { done_.set_value(s); }
+  Status Wait() { return done_.get_future().get(); }
+  const std::string& got() const { return got_; }
+
+ private:
+  EchoRequest req_;
+  EchoResponse resp_;
+  std::string got_;
+  std::promise<Status> done_;
+};
+
+TEST_F(HedgingTest, ACallbackStreamsReadAndFinisherMoveToTheCopyThatAnswers) {
+  auto ch = Make(server_->address(), Hedging(2, "0.05s"));
+  auto stub = TestService::NewStub(ch);
+  ClientContext ctx;
+  StallFirst(&ctx, "callback-bidi", 1);
+  EchoOnce reactor(stub.get(), &ctx);
+  Status s = reactor.Wait();
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(reactor.got(), "once");
+  EXPECT_EQ(Md(ctx.GetServerInitialMetadata(), "x-attempt"), "1");
+  EXPECT_EQ(AwaitCancelled(server_->address(), 1), 1);
+}
+
+TEST_F(HedgingTest, AStreamsNonFatalEndSendsTheNextCopyAtOnce) {
+  auto ch = Make(server_->address(), Hedging(3, "10s"));
+  ClientContext ctx;
+  testing::AddFailFirst(&ctx, {.key = "server-stream", .attempts = 1});
+  EchoRequest req;
+  req.set_count(3);
+  const auto start = steady_clock::now();
+  auto reader = TestService::NewStub(ch)->ServerStream(&ctx, req);
+  EchoResponse r;
+  int got = 0;
+  while (reader->Read(&r)) EXPECT_EQ(r.count(), got++);
+  Status s = reader->Finish();
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(got, 3);
+  EXPECT_LT(steady_clock::now() - start, std::chrono::seconds(5));  // not after 10 s
+  EXPECT_EQ(Md(ctx.GetServerInitialMetadata(), "x-attempt"), "1");
+  EXPECT_THAT(ch->MetricsText(), HasSubstr("ringrpc_hedged_attempts_total 1\n"));
+}
+
+TEST_F(HedgingTest, AStreamsFatalEndIsTheCallsStatus) {
+  auto ch = Make(server_->address(), Hedging(3, "10s"));
+  ClientContext ctx;
+  testing::AddFailFirst(&ctx, {.key = "fatal-stream", .attempts = 1, .code = 3});
+  auto reader = TestService::NewStub(ch)->ServerStream(&ctx, EchoRequest());
+  EchoResponse r;
+  EXPECT_FALSE(reader->Read(&r));
+  Status s = reader->Finish();
+  EXPECT_EQ(s.error_code(), StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(), HasSubstr("attempt 0 failed on purpose"));
+  EXPECT_THAT(ch->MetricsText(), HasSubstr("ringrpc_hedged_attempts_total 0\n"));
+}
+
+TEST_F(HedgingTest, TryCancelEndsEveryCopyOfAStream) {
+  auto ch = Make(server_->address(), Hedging(3, "0.05s"));
+  ClientContext ctx;
+  StallFirst(&ctx, "cancelled-bidi", 3);
+  auto stream = TestService::NewStub(ch)->Bidi(&ctx);
+  ASSERT_EQ(AwaitCalls(server_->address(), 3), 3);
+  ctx.TryCancel();
+  EchoResponse r;
+  EXPECT_FALSE(stream->Read(&r));
+  Status s = stream->Finish();
+  EXPECT_EQ(s.error_code(), StatusCode::CANCELLED);
+  EXPECT_EQ(AwaitCancelled(server_->address(), 3), 3);
+}
+
+TEST_F(HedgingTest, AHedgedStreamLetGoUnfinishedCancelsItsCopies) {
+  auto ch = Make(server_->address(), Hedging(3, "0.05s"));
+  {
+    ClientContext ctx;
+    StallFirst(&ctx, "dropped-bidi", 3);
+    auto stream = TestService::NewStub(ch)->Bidi(&ctx);
+    ASSERT_EQ(AwaitCalls(server_->address(), 3), 3);
+  }  // no Finish
+  EXPECT_EQ(AwaitCancelled(server_->address(), 3), 3);
+}
+
+TEST_F(HedgingTest, AStreamPastTheRetryBufferCommitsToTheCallersCopy) {
+  ChannelArguments args;
+  args.SetInt("grpc.per_rpc_retry_buffer_size", 100);
+  args.SetServiceConfigJSON(Hedging(3, "0.05s"));
+  auto ch = CreateCustomChannel(server_->address(), InsecureChannelCredentials(), args);
+  ClientContext ctx;
+  testing::AddFailFirst(&ctx, {.key = "big-stream", .attempts = 0});
+  EchoResponse resp;
+  auto writer = TestService::NewStub(ch)->ClientStream(&ctx, &resp);
+  EchoRequest req;
+  req.set_payload(std::string(150, 'x'));  // over the buffer at once: no copy goes
+  EXPECT_TRUE(writer->Write(req));
+  std::this_thread::sleep_for(milliseconds(200));  // past two copies' times
+  writer->WritesDone();
+  Status s = writer->Finish();
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(resp.count(), 1);
+  EXPECT_EQ(Md(ctx.GetServerInitialMetadata(), "x-attempt"), "0");
+  EXPECT_THAT(ch->MetricsText(), HasSubstr("ringrpc_hedged_attempts_total 0\n"));
+  EXPECT_EQ(Stats(server_->address()).calls(), 1);
 }
 
 // p50 and p99 of `n` sequential calls, in ms.

@@ -19,8 +19,14 @@ using channel::ChannelState;
 Task<bool> CallOpener::NextStreamAttempt(ClientCall::Impl* impl, uint64_t generation) {
   ClientCall::Impl::Replay& r = *impl->replay;
   runtime::EventLoop& loop = *impl->loop;
+  if (r.hedge != nullptr) {
+    // A hedged stream: the watcher (stream_hedging.cc) decides whether
+    // another copy takes the ended one's place or its status stands.
+    while (r.generation == generation && !r.hedge->stopped) co_await r.progress.Wait();
+    co_return r.generation != generation;
+  }
   // Another operation of the call is opening the next attempt: wait for it.
-  while (r.opening) co_await SleepUntil(loop, loop.Now() + std::chrono::milliseconds(1));
+  while (r.opening) co_await r.progress.Wait();
   if (r.generation != generation) co_return true;  // already on the next attempt
   const transport::Call& ended = *impl->call;
   // Committed: the call's buffer overflowed, the caller (Cancel, TryCancel)
@@ -46,10 +52,12 @@ Task<bool> CallOpener::NextStreamAttempt(ClientCall::Impl* impl, uint64_t genera
   r.opening = true;
   std::optional<Status> stop =
       co_await WaitToRetry(loop, *impl->ctx, d.delay, r.plan.deadline.value_or(TimePoint::max()),
-                           std::string(ended.status()->message()), [&r] { return r.cancelled; });
+                           std::string(ended.status()->message()),
+                           StreamCancel{.cancelled = &r.cancelled, .wake = &r.cancel_event});
   if (stop) {
     r.failure = std::move(*stop);
     r.opening = false;
+    r.progress.NotifyAll();
     impl->Commit();
     co_return false;
   }
@@ -58,6 +66,7 @@ Task<bool> CallOpener::NextStreamAttempt(ClientCall::Impl* impl, uint64_t genera
   std::unique_ptr<ClientCall> next =
       co_await Open(impl->channel, r.method, impl->ctx, &out, false, &r.plan);
   r.opening = false;
+  r.progress.NotifyAll();
   if (next == nullptr) {
     r.failure = std::move(out);
     impl->Commit();
@@ -68,13 +77,13 @@ Task<bool> CallOpener::NextStreamAttempt(ClientCall::Impl* impl, uint64_t genera
   } else {
     st.counters().Count(channel::ChannelCounter::kRetries);
   }
-  co_await SwapInAttempt(impl, std::move(next));
+  SwapInAttempt(impl, std::move(next), /*replay=*/true);
   co_return true;
 }
 
-Task<void> CallOpener::SwapInAttempt(ClientCall::Impl* impl, std::unique_ptr<ClientCall> next) {
+void CallOpener::SwapInAttempt(ClientCall::Impl* impl, std::unique_ptr<ClientCall> next,
+                               bool replay) {
   ClientCall::Impl::Replay& r = *impl->replay;
-  runtime::EventLoop& loop = *impl->loop;
   // The new attempt takes the call's place (its stream, lease, address,
   // interceptors and cancel registration); the old one leaves with `next`.
   ClientCall::Impl& fresh = *next->impl_;
@@ -85,23 +94,29 @@ Task<void> CallOpener::SwapInAttempt(ClientCall::Impl* impl, std::unique_ptr<Cli
   std::swap(impl->alive, fresh.alive);
   std::swap(impl->lb_tracker, fresh.lb_tracker);
   std::swap(impl->attempt_start, fresh.attempt_start);
-  if (fresh.metrics != nullptr) impl->call->set_end_observer(impl);
-  for (const auto& [m, compress] : r.sent) (void)impl->call->Enqueue(m, compress);
-  if (r.writes_done) impl->call->WritesDone();
-  if (r.cancelled) impl->call->Cancel();  // ClientCall::Cancel came while it opened
+  if (fresh.metrics != nullptr) {
+    // Each attempt's end is recorded with its own start.
+    impl->call->set_end_observer(impl);
+    fresh.call->set_end_observer(&fresh);
+  }
+  if (replay) {
+    for (const auto& [m, compress] : r.sent) (void)impl->call->Enqueue(m, compress);
+    if (r.writes_done) impl->call->WritesDone();
+  }
+  // TryCancel reaches the new attempt (a hedged copy was registered with
+  // its own cancel state); ClientCall::Cancel may have come while it opened.
+  RegisterCancel(*impl);
+  if (r.cancelled) impl->call->Cancel();
   ++r.generation;
   WatchRecvTimeout(impl);
-  // Operations woken by the old attempt's end resume inside it on a later
-  // loop pass: it goes once they have left it (they then find `opening`
-  // and wait for it to clear, then go on with the new attempt).
-  const transport::Call* old = fresh.call.get();
-  r.opening = true;
-  while (r.AwaitingIn(old) > 0) {
-    co_await SleepUntil(loop, loop.Now() + std::chrono::milliseconds(1));
-  }
-  std::erase_if(r.awaiting, [old](const auto& entry) { return entry.first == old; });
-  r.opening = false;
-  next.reset();
+  // Operations waiting in the old attempt (a hedged copy that lost: it is
+  // cancelled now) resume inside it on a later loop pass: it goes once
+  // the last of them has left it (Replay::Leave), and they go on with the
+  // new attempt (its generation is new).
+  fresh.call->Cancel();
+  r.leaving.push_back(std::move(next));
+  r.Leave(nullptr);
+  r.progress.NotifyAll();
 }
 
 void CallOpener::WatchRecvTimeout(ClientCall::Impl* impl) {

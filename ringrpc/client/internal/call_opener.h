@@ -2,7 +2,8 @@
 // ringrpc/client/channel.cc (Channel's entry points) and ClientCall (a stream's
 // next attempt). Implemented by room: call_open.cc (Open: pick, lease,
 // start), unary_call.cc (a unary call and its retries), stream_retry.cc
-// (a stream's next attempt), hedging.cc (hedged unary copies). Private to
+// (a stream's next attempt), hedging.cc (hedged unary copies),
+// stream_hedging.cc (a hedged stream's copies). Private to
 // ringrpc/client/.
 //
 // Threading: Open and Unary run on one of the channel's CQ threads (they
@@ -42,6 +43,7 @@ class EventLoop;
 namespace internal {
 struct Attempt;        // pick_loop.h
 struct AttemptRecord;  // call_open.cc
+struct StreamHedge;    // stream_hedge.h
 class CallInterceptors;
 // A DEADLINE_EXCEEDED naming perAttemptRecvTimeout: an attempt the server
 // did not answer within it, when no retry followed.
@@ -76,9 +78,11 @@ class CallOpener {
     bool method_config_known = false;
     const channel::MethodConfig* method_config = nullptr;  // null: none
     channel::MethodRow* metrics_row = nullptr;             // null: look it up
-    // A hedged attempt: set once the call needs it no more (another
-    // attempt answered); it stops trying to open (within kAbandonPoll).
-    const bool* abandoned = nullptr;
+    // A hedged copy's own cancel state (null: the context's). The hedged
+    // call holds the context's and cancels each copy through its own when
+    // it needs it no more (another copy answered, TryCancel): its waits for
+    // a connection end at once, as a call's do at TryCancel.
+    std::shared_ptr<CancelState> cancel;
   };
   // A stream's retry (gRFC A6, and the transparent one): after an
   // operation on attempt `generation` found the call ended, opens the next
@@ -160,15 +164,28 @@ class CallOpener {
   // answered (or the call ended); false: no answer within `timeout`, and
   // the attempt was cancelled.
   static Task<bool> AnsweredWithin(ClientCall& call, Duration timeout);
-  // stream_retry.cc: the next attempt takes the call's place; and the
-  // perAttemptRecvTimeout watch on a stream's current attempt.
-  static Task<void> SwapInAttempt(ClientCall::Impl* impl, std::unique_ptr<ClientCall> next);
+  // stream_retry.cc: the next attempt takes the call's place (with
+  // `replay`, what was sent is sent on it again; a hedged copy has it
+  // already); and the perAttemptRecvTimeout watch on a stream's current
+  // attempt.
+  static void SwapInAttempt(ClientCall::Impl* impl, std::unique_ptr<ClientCall> next, bool replay);
   static void WatchRecvTimeout(ClientCall::Impl* impl);
   // hedging.cc: one hedged copy.
   static Task<void> HedgedCopy(std::shared_ptr<channel::ChannelState> self,
                                const std::string* method, ClientContext* ctx,
                                const OutgoingMessage* request, AttemptPlan plan,
                                std::shared_ptr<Hedge> h);
+  // stream_hedging.cc: a hedged stream's watcher, started beside the
+  // caller's first copy, and the opening of one further copy. Both hold
+  // `impl` only while the hedge is not released.
+  static Task<void> HedgeStream(std::shared_ptr<channel::ChannelState> self, ClientCall::Impl* impl,
+                                std::shared_ptr<StreamHedge> h);
+  static Task<void> OpenCopy(std::shared_ptr<channel::ChannelState> self, ClientCall::Impl* impl,
+                             AttemptPlan plan, std::shared_ptr<StreamHedge> h);
+  // After the watcher saw the copies change: the call's next step.
+  enum class HedgeStep { kWait, kAgain, kStop };
+  static HedgeStep LookAtCopies(ClientCall::Impl* impl, StreamHedge& h, bool& more, TimePoint& next,
+                                bool& reported);
 };
 }  // namespace internal
 

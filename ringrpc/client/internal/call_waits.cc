@@ -8,7 +8,6 @@
 #include "ringrpc/base/mutex.h"
 #include "ringrpc/client/internal/call_access.h"
 #include "ringrpc/client/internal/cancel_wake.h"
-#include "ringrpc/client/internal/pick_loop.h"
 
 namespace ringrpc::internal {
 
@@ -33,21 +32,17 @@ Task<void> AwaitFirstResolution(channel::ChannelState& st, size_t index, runtime
 
 Task<std::optional<Status>> WaitToRetry(runtime::EventLoop& loop, const ClientContext& ctx,
                                         Duration delay, TimePoint deadline, std::string last,
-                                        std::function<bool()> cancelled) {
+                                        StreamCancel stream) {
   const TimePoint until =
       delay < TimePoint::max() - loop.Now() ? loop.Now() + delay : TimePoint::max();
   const TimePoint wake_by = std::min(until, deadline);
-  if (cancelled == nullptr) {
-    // One timer, which TryCancel ends at once.
-    co_await SleepUnlessCancelled(CallAccess::cancel(ctx), loop, wake_by);
-  } else {
-    // `cancelled` (a stream's own end) has no wake-up: looked at every
-    // kCancelPoll, and TryCancel with it.
-    while (loop.Now() < wake_by && !Cancelled(ctx) && !cancelled()) {
-      co_await SleepUntil(loop, std::min(wake_by, loop.Now() + kCancelPoll));
-    }
+  const auto stream_cancelled = [&stream] {
+    return stream.cancelled != nullptr && *stream.cancelled;
+  };
+  if (!stream_cancelled()) {
+    co_await SleepUnlessCancelled(CallAccess::cancel(ctx), loop, wake_by, stream.wake);
   }
-  if (Cancelled(ctx) || (cancelled && cancelled())) {
+  if (Cancelled(ctx) || stream_cancelled()) {
     co_return Status(StatusCode::CANCELLED, "cancelled while waiting to retry");
   }
   if (loop.Now() >= deadline) {

@@ -10,7 +10,6 @@
 #ifndef RINGRPC_CLIENT_INTERNAL_CALL_WAITS_H_
 #define RINGRPC_CLIENT_INTERNAL_CALL_WAITS_H_
 
-#include <functional>
 #include <optional>
 #include <string_view>
 
@@ -19,6 +18,7 @@
 #include "ringrpc/client/channel/channel_state.h"
 #include "ringrpc/client/client_context.h"
 #include "ringrpc/client/runtime/event_loop.h"
+#include "ringrpc/client/runtime/loop_event.h"
 #include "ringrpc/client/status.h"
 
 namespace ringrpc::internal {
@@ -40,13 +40,21 @@ inline bool Unresolved(const channel::ChannelState& st) {
 Task<void> AwaitFirstResolution(channel::ChannelState& st, size_t index, runtime::EventLoop& loop,
                                 const ClientContext& ctx);
 
-// A retry's delay, bounded by the deadline (TimePoint::max(): none) and
-// watching for TryCancel and `cancelled` (a stream's own Cancel). nullopt:
-// waited, the next attempt may go; else the call's status (CANCELLED, or
-// DEADLINE_EXCEEDED naming `last`, the last attempt's message).
+// A stream's own Cancel (ClientCall::Cancel): the flag it sets and the
+// event it rings.
+struct StreamCancel {
+  const bool* cancelled = nullptr;
+  runtime::LoopEvent* wake = nullptr;
+};
+
+// A retry's delay, bounded by the deadline (TimePoint::max(): none); one
+// timer, which TryCancel and the stream's own Cancel (if given) end at
+// once. nullopt: waited, the next attempt may go; else the call's status
+// (CANCELLED, or DEADLINE_EXCEEDED naming `last`, the last attempt's
+// message).
 Task<std::optional<Status>> WaitToRetry(runtime::EventLoop& loop, const ClientContext& ctx,
                                         Duration delay, TimePoint deadline, std::string last,
-                                        std::function<bool()> cancelled = nullptr);
+                                        StreamCancel stream = {});
 
 }  // namespace ringrpc::internal
 

@@ -23,6 +23,8 @@
 #include "ringrpc/client/client_call.h"
 #include "ringrpc/client/internal/call_opener.h"
 #include "ringrpc/client/internal/interceptors.h"
+#include "ringrpc/client/internal/stream_hedge.h"
+#include "ringrpc/client/runtime/loop_event.h"
 #include "ringrpc/client/transport/call.h"
 
 namespace ringrpc {
@@ -83,8 +85,9 @@ struct ClientCall::Impl final : transport::Call::EndObserver {
   // attempts and hedged copies, whose callers retry them. Loop thread only.
   struct Replay {
     // `policy` null: the transparent retry only.
-    Replay(const channel::RetryPolicy* policy, channel::RetryThrottle* throttle)
-        : retry(policy, throttle) {}
+    Replay(const channel::RetryPolicy* policy, channel::RetryThrottle* throttle,
+           runtime::EventLoop& loop)
+        : retry(policy, throttle), progress(loop), cancel_event(loop) {}
     channel::RetryState retry;  // gRFC A6's decisions for this call
     std::string method;
     internal::CallOpener::AttemptPlan plan;  // the call's deadline, config, row
@@ -97,13 +100,23 @@ struct ClientCall::Impl final : transport::Call::EndObserver {
     bool cancelled = false;   // ClientCall::Cancel: never again
     bool opening = false;     // the next attempt is being opened
     uint64_t generation = 0;  // bumped by each new attempt
+    // Notified when `opening` clears, when another attempt takes the
+    // call's place, and when a hedged stream's watcher ends: what the
+    // call's operations wait at, however many.
+    runtime::LoopCondition progress;
+    // Set by ClientCall::Cancel: ends a wait to retry at once.
+    runtime::LoopEvent cancel_event;
+    // A stream under a hedgingPolicy: its other copies (null: none; then
+    // the retryPolicy or the transparent retry sends attempts again).
+    std::shared_ptr<internal::StreamHedge> hedge;
     // generation + 1 of an attempt perAttemptRecvTimeout cut off (0: none).
     uint64_t recv_timed_out = 0;
     TimePoint call_start;
     std::optional<Status> failure;  // the next attempt could not open: why
     bool call_end_recorded = false;
-    // Operations suspended inside each transport call: an ended attempt is
-    // destroyed only once none of them is still waking up in it.
+    // Operations suspended inside each transport call: an attempt that
+    // left the call's place (`leaving`) is destroyed only once none of them
+    // is still waking up in it.
     std::vector<std::pair<const transport::Call*, int>> awaiting;
     int& AwaitingIn(const transport::Call* c) {
       for (auto& [call, n] : awaiting) {
@@ -111,6 +124,10 @@ struct ClientCall::Impl final : transport::Call::EndObserver {
       }
       return awaiting.emplace_back(c, 0).second;
     }
+    std::vector<std::unique_ptr<ClientCall>> leaving;
+    // The last operation left `c` (null: look at every one): the attempts
+    // no operation is inside any more go.
+    void Leave(const transport::Call* c);
   };
   std::unique_ptr<Replay> replay;
   // Counts one operation inside the current transport call (see
@@ -120,7 +137,7 @@ struct ClientCall::Impl final : transport::Call::EndObserver {
       if (r != nullptr) ++r->AwaitingIn(call);
     }
     ~Awaiting() {
-      if (r != nullptr) --r->AwaitingIn(call);
+      if (r != nullptr && --r->AwaitingIn(call) == 0 && !r->leaving.empty()) r->Leave(call);
     }
     Awaiting(const Awaiting&) = delete;
     Awaiting& operator=(const Awaiting&) = delete;
@@ -129,7 +146,8 @@ struct ClientCall::Impl final : transport::Call::EndObserver {
   };
 
   // Keeps a written message for a replay, unless committed; over the
-  // buffer's limit the call commits (as grpc++ does).
+  // buffer's limit the call commits (as grpc++ does). A hedged stream's
+  // open copies get it now (a copy still opening, in its replay).
   // (A large message is shared, not copied.)
   void Remember(const OutgoingMessage& m, bool compress) {
     if (replay == nullptr || replay->committed) return;
@@ -139,12 +157,31 @@ struct ClientCall::Impl final : transport::Call::EndObserver {
       return;
     }
     replay->sent.emplace_back(m, compress);
+    if (replay->hedge != nullptr) {
+      for (internal::StreamHedge::Copy& c : replay->hedge->copies) {
+        if (c.call != nullptr) (void)c.call->impl_->call->Enqueue(m, compress);
+      }
+    }
   }
+  // WritesDone, on a hedged stream's open copies too.
+  void CloseWrites() {
+    if (replay != nullptr) {
+      replay->writes_done = true;
+      if (replay->hedge != nullptr && !replay->committed) {
+        for (internal::StreamHedge::Copy& c : replay->hedge->copies) {
+          if (c.call != nullptr) c.call->impl_->call->WritesDone();
+        }
+      }
+    }
+    call->WritesDone();
+  }
+  // No attempt is sent again; a hedged stream's other copies are cancelled.
   void Commit() {
     if (replay == nullptr || replay->committed) return;
     replay->committed = true;
     replay->sent.clear();
     replay->sent.shrink_to_fit();
+    if (replay->hedge != nullptr) replay->hedge->Stop();
   }
   // A retried stream's call end, with the status its caller gets.
   void RecordCallEnd(StatusCode code) {
@@ -154,6 +191,10 @@ struct ClientCall::Impl final : transport::Call::EndObserver {
   }
 
   ~Impl() {
+    if (replay != nullptr && replay->hedge != nullptr) {
+      replay->hedge->released = true;  // the watcher lets the copies go
+      replay->hedge->Stop();
+    }
     if (replay != nullptr && call != nullptr) {
       RecordCallEnd(call->finished() ? static_cast<StatusCode>(call->status()->code())
                                      : StatusCode::CANCELLED);
@@ -177,6 +218,15 @@ struct ClientCall::Impl final : transport::Call::EndObserver {
     call.reset();
   }
 };
+
+inline void ClientCall::Impl::Replay::Leave(const transport::Call* c) {
+  std::erase_if(leaving, [this, c](const std::unique_ptr<ClientCall>& old) {
+    const transport::Call* t = old->impl_->call.get();
+    if ((c != nullptr && t != c) || AwaitingIn(t) > 0) return false;
+    std::erase_if(awaiting, [t](const auto& entry) { return entry.first == t; });
+    return true;
+  });
+}
 
 }  // namespace ringrpc
 

@@ -21,13 +21,8 @@ Step Fail(Attempt& a, Status s) {
   return Step::kFail;
 }
 
-// When a wait inside the pick must end: at `t`, the deadline, or soon
-// enough to notice that a hedged attempt was abandoned.
-TimePoint WakeBy(const Attempt& a, TimePoint t) {
-  t = std::min(t, a.deadline);
-  if (a.abandoned != nullptr) t = std::min(t, a.loop.Now() + kAbandonPoll);
-  return t;
-}
+// When a wait inside the pick must end: at `t`, or at the deadline.
+TimePoint WakeBy(const Attempt& a, TimePoint t) { return std::min(t, a.deadline); }
 
 // Waits until `t` (WakeBy's bound), or until TryCancel, at once: a
 // wait_for_ready call backing off for minutes still ends the moment it is
@@ -42,9 +37,6 @@ std::optional<Status> Ended(Attempt& a) {
     MutexLock lock(&a.cancel->mu);
     if (a.cancel->cancelled)
       return Status(StatusCode::CANCELLED, "cancelled before the call started");
-  }
-  if (a.abandoned != nullptr && *a.abandoned) {
-    return Status(StatusCode::CANCELLED, "another hedged attempt of the call answered first");
   }
   if (a.loop.Now() < a.deadline) return std::nullopt;
   if (!a.st.resolved_once()) {
@@ -162,7 +154,6 @@ Task<Step> FinishPick(Attempt& a, Step step) {
   }
   Duration left = a.deadline == TimePoint::max() ? Duration(std::chrono::hours(24 * 365))
                                                  : a.deadline - a.loop.Now();
-  if (a.abandoned != nullptr) left = std::min(left, Duration(kAbandonPoll));
   runtime::WithTimeout<absl::StatusOr<SubchannelLease>> wait(a.loop, Acquire(a.sc->pool), left);
   std::optional<absl::StatusOr<SubchannelLease>> waited;
   {

@@ -61,14 +61,6 @@ constexpr int kMaxStartRetries = 4;
 // addresses (a policy of the program's own may, with no change to wait
 // for) is it asked again after this long.
 constexpr milliseconds kNoPickRecheck{1000};
-// How soon a hedged attempt still opening notices that another attempt
-// answered (its waits for a connection are cut into slices this long).
-constexpr milliseconds kAbandonPoll{20};
-// How soon a stream waiting to retry, or a hedged call between copies,
-// notices TryCancel: those waits are cut into slices this long (an
-// address's backoff, a unary retry's and the wait for a connection end at
-// TryCancel itself).
-constexpr milliseconds kCancelPoll{20};
 // The shortest wait of a wait_for_ready call whose lease failed before it
 // tries again (the address's backoff usually asks for longer).
 constexpr milliseconds kMinLeaseRetryDelay{5};
@@ -85,8 +77,9 @@ struct Attempt {
   ClientContext* ctx;
   TimePoint deadline;   // TimePoint::max(): none
   bool wait_for_ready;  // the context's, else the service config's
+  // The context's, or a hedged copy's own (which the hedged call cancels
+  // when it needs the copy no more): every wait ends at its Cancel.
   std::shared_ptr<CancelState> cancel;
-  const bool* abandoned = nullptr;  // a hedged attempt the call no longer needs
   // What the resolver's CallRouter (xDS routes) routes by, if it has one.
   std::string_view method;
   const transport::Metadata* metadata = nullptr;

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "ringrpc/client/runtime/cq_threads.h"
+#include "ringrpc/client/runtime/loop_event.h"
 #include "ringrpc/pool/pool.h"
 #include "tests/testing/loopback.h"
 
@@ -498,6 +499,39 @@ TEST_P(LoopTest, FinishedTasksAreFreedBeforeTheLoopWaitsAgain) {
   waker.join();
   EXPECT_TRUE(freed_while_waiting.load());
   EXPECT_EQ(loop_->spawned(), 0u);
+}
+
+// A LoopCondition wakes every coroutine waiting at it when notified, each
+// on a later pass (never inside NotifyAll); a waiter whose frame is
+// destroyed while it waits leaves the list (the next NotifyAll skips it);
+// a NotifyAll with nobody waiting wakes nobody later.
+TEST_P(LoopTest, LoopConditionWakesEveryWaiterOnALaterPass) {
+  LoopCondition cond(*loop_);
+  bool ready = false;
+  int woken = 0;
+  auto waiter = [](LoopCondition* c, const bool* ready, int* woken) -> Task<void> {
+    while (!*ready) co_await c->Wait();
+    ++*woken;
+  };
+  cond.NotifyAll();  // nobody waits: nothing is kept for later
+  for (int i = 0; i < 3; ++i) loop_->Spawn(waiter(&cond, &ready, &woken));
+  // A fourth waiter that is destroyed while it waits.
+  std::optional<Task<void>> dropped(waiter(&cond, &ready, &woken));
+  dropped->handle().resume();
+  EXPECT_TRUE(cond.has_waiters());
+  loop_->RunOnce(milliseconds(0));
+  EXPECT_EQ(woken, 0);
+  cond.NotifyAll();  // not ready yet: each looks and waits again
+  loop_->RunOnce(milliseconds(0));
+  EXPECT_EQ(woken, 0);
+  EXPECT_TRUE(cond.has_waiters());
+  dropped.reset();
+  ready = true;
+  cond.NotifyAll();
+  EXPECT_EQ(woken, 0) << "NotifyAll resumed a waiter inline";
+  EXPECT_TRUE(RunUntil([&] { return woken == 3; }));
+  EXPECT_FALSE(cond.has_waiters());
+  EXPECT_EQ(woken, 3);
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, LoopTest, ::testing::Values(Backend::kIoUring, Backend::kEpoll),

@@ -2,12 +2,16 @@
 // wake-up runs on the next pass of the loop (EventLoop::Defer: an intrusive
 // queue, no allocation), never inline.
 // Used to wake a coroutine from inside a callback (e.g. nghttp2's) without
-// re-entering the code that called back.
+// re-entering the code that called back. LoopCondition: the same for any
+// number of waiters, each woken by NotifyAll.
 //
 // Threading: its loop's thread only.
 //
 //   while (!ready) co_await event.Wait();   // in a coroutine
 //   ready = true; event.Set();               // elsewhere on the loop
+//
+//   while (busy) co_await condition.Wait();  // in several coroutines
+//   busy = false; condition.NotifyAll();     // elsewhere on the loop
 #ifndef RINGRPC_CLIENT_RUNTIME_LOOP_EVENT_H_
 #define RINGRPC_CLIENT_RUNTIME_LOOP_EVENT_H_
 
@@ -76,6 +80,85 @@ class LoopEvent final : private EventLoop::Deferred {
   std::coroutine_handle<> waiter_;
   bool set_ = false;
 };
+
+// Where any number of coroutines on one loop wait until NotifyAll wakes
+// them all, each on the next loop pass (EventLoop::Defer), never inline.
+// It holds no state: a NotifyAll with no one waiting wakes nobody later,
+// so a waiter looks at its condition before each wait (on one thread
+// nothing comes between the look and the wait). No allocation: each
+// waiter's awaiter, in its frame, is the list node.
+class LoopCondition {
+ public:
+  explicit LoopCondition(EventLoop& loop) : loop_(loop) {}
+  LoopCondition(const LoopCondition&) = delete;
+  LoopCondition& operator=(const LoopCondition&) = delete;
+  // Waiters still here are forgotten (they never resume): a condition
+  // outlives its waiters, or their frames are destroyed with it.
+  ~LoopCondition() {
+    while (head_ != nullptr) head_->Unlink();
+  }
+
+  class Awaiter final : private EventLoop::Deferred {
+   public:
+    explicit Awaiter(LoopCondition* c) : c_(c) {}
+    Awaiter(const Awaiter&) = delete;
+    Awaiter& operator=(const Awaiter&) = delete;
+    ~Awaiter() {
+      // The awaiting frame died while suspended: forget it.
+      Unlink();
+      if (loop_ != nullptr) loop_->Undefer(this);
+    }
+    bool await_ready() { return false; }
+    void await_suspend(std::coroutine_handle<> h) {
+      handle_ = h;
+      loop_ = &c_->loop_;
+      next_ = c_->head_;
+      if (next_ != nullptr) next_->prev_ = this;
+      c_->head_ = this;
+      linked_ = true;
+    }
+    void await_resume() {}
+
+   private:
+    friend class LoopCondition;
+    void Unlink() {
+      if (!linked_) return;
+      (prev_ != nullptr ? prev_->next_ : c_->head_) = next_;
+      if (next_ != nullptr) next_->prev_ = prev_;
+      prev_ = next_ = nullptr;
+      linked_ = false;
+    }
+    void OnDeferred() override { std::exchange(handle_, {}).resume(); }
+
+    LoopCondition* c_;
+    EventLoop* loop_ = nullptr;  // set once suspended
+    std::coroutine_handle<> handle_;
+    Awaiter* prev_ = nullptr;
+    Awaiter* next_ = nullptr;
+    bool linked_ = false;
+  };
+  Awaiter Wait() { return Awaiter(this); }
+
+  // Wakes every coroutine waiting now (on the next loop pass).
+  void NotifyAll() {
+    while (head_ != nullptr) {
+      Awaiter* w = head_;
+      w->Unlink();
+      loop_.Defer(w);
+    }
+  }
+  bool has_waiters() const { return head_ != nullptr; }
+
+ private:
+  EventLoop& loop_;
+  Awaiter* head_ = nullptr;
+};
+
+// `e` rung, as a task (what WithTimeout bounds): true.
+inline Task<bool> Rung(LoopEvent* e) {
+  co_await e->Wait();
+  co_return true;
+}
 
 // Runs `task` with a time limit: nullopt if `timeout` passed first, or
 // Interrupt() came first (the task was destroyed, which cancels it).

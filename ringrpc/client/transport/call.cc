@@ -66,6 +66,7 @@ void Call::Wake() {
   read_event_.Set();
   state_event_.Set();
   write_event_.Set();
+  if (progress_event_ != nullptr) progress_event_->Set();
 }
 
 Task<absl::Status> Call::Write(std::string_view message, bool compress) {

@@ -120,6 +120,11 @@ class Call {
   uint64_t received_message_bytes() const { return decoder_.message_bytes(); }
   // Null to stop; the observer must outlive the call or be unset first.
   void set_end_observer(EndObserver* observer) { end_observer_ = observer; }
+  // Also rung (if set) when the initial metadata arrives and when the
+  // call ends: how one coroutine watches several calls (a hedged stream's
+  // copies) without waiting in any of them. Null to stop; the event must
+  // outlive the call or be unset first.
+  void set_progress_event(LoopEvent* event) { progress_event_ = event; }
 
  private:
   friend class Http2Connection;
@@ -167,6 +172,7 @@ class Call {
   size_t out_bytes_ = 0;  // bytes in out_ not yet taken
   uint64_t sent_message_bytes_ = 0;
   EndObserver* end_observer_ = nullptr;
+  LoopEvent* progress_event_ = nullptr;
   bool writes_done_ = false;
   const std::optional<uint32_t> max_send_;  // none: no limit
   bool data_deferred_ = false;

@@ -209,6 +209,7 @@ int Http2Connection::Callbacks::OnFrameRecv(nghttp2_session* s, const nghttp2_fr
         }
         call->read_event_.Set();
         call->state_event_.Set();
+        if (call->progress_event_ != nullptr) call->progress_event_->Set();
       }
       break;
     }
