@@ -69,6 +69,9 @@ class CompositeChannel final : public ChannelCredentials {
       : channel_(std::move(channel)), call_(std::move(call)) {}
   bool secure() const override { return channel_->secure(); }
   const SslCredentialsOptions* ssl_options() const override { return channel_->ssl_options(); }
+  std::optional<grpc_local_connect_type> local_connect_type() const override {
+    return channel_->local_connect_type();
+  }
   std::shared_ptr<CallCredentials> call_credentials() const override {
     std::shared_ptr<CallCredentials> inner = channel_->call_credentials();
     return inner ? CompositeCallCredentials(inner, call_) : call_;

@@ -6,7 +6,8 @@
 //   ctx.set_credentials(ringrpc::MetadataCredentialsFromPlugin(
 //       std::make_unique<MyPlugin>()));
 //
-// As in gRPC, call credentials are sent only over a secure (TLS) channel:
+// As in gRPC, call credentials are sent only over a secure (TLS) or local
+// (experimental::LocalCredentials) channel:
 // on an insecure one the call fails UNAUTHENTICATED saying so, unless the
 // channel sets ringrpc.allow_insecure_call_credentials=1. A plugin that may
 // block (IsBlocking(), the default) never runs on a CQ thread: it runs on

@@ -54,19 +54,21 @@ absl::Status CheckAuthority(const std::string& authority) {
       "\" (ClientContext::set_authority) must be non-empty printable ASCII without spaces"));
 }
 
-// The channel's then the call's credentials, over TLS only (unless the
-// channel opted in), their metadata appended to `md`.
+// The channel's then the call's credentials, over TLS or LocalCredentials
+// only (unless the channel opted in), their metadata appended to `md`.
 Task<Status> RunCallCredentials(const std::shared_ptr<ChannelState>& self, const Attempt& a,
                                 const std::string& method,
                                 const std::optional<std::string>& authority,
                                 transport::Metadata& md) {
   const ChannelState& st = *self;
-  const bool secure = st.config().connection.tls != nullptr;
-  if (!secure && !st.config().allow_insecure_call_credentials) {
+  const bool tls = st.config().connection.tls != nullptr;
+  const bool local =
+      st.config().connection.locality != transport::ConnectionOptions::Locality::kAny;
+  if (!tls && !local && !st.config().allow_insecure_call_credentials) {
     co_return Status(StatusCode::UNAUTHENTICATED,
-                     "call credentials are sent only over a secure (TLS) channel, and this "
-                     "channel is insecure (ringrpc.allow_insecure_call_credentials=1 sends them "
-                     "anyway)");
+                     "call credentials are sent only over a secure (TLS) or local "
+                     "(LocalCredentials) channel, and this channel is insecure "
+                     "(ringrpc.allow_insecure_call_credentials=1 sends them anyway)");
   }
   std::vector<std::shared_ptr<CallCredentials>> creds;
   if (st.config().call_credentials) creds.push_back(st.config().call_credentials);
@@ -74,11 +76,11 @@ Task<Status> RunCallCredentials(const std::shared_ptr<ChannelState>& self, const
   // grpc's service URL: scheme://authority/package.Service; the method alone.
   const size_t slash = method.rfind('/');
   CallCredentials::CallInfo info{
-      .service_url = absl::StrCat(secure ? "https://" : "http://",
+      .service_url = absl::StrCat(tls ? "https://" : "http://",
                                   authority.value_or(st.config().connection.authority),
                                   method.substr(0, slash)),
       .method_name = method.substr(slash + 1),
-      .secure = secure};
+      .secure = tls};
   co_return co_await ApplyCallCredentials(self, a.loop, a.deadline, a.cancel, std::move(creds),
                                           std::move(info), &md);
 }

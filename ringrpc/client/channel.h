@@ -30,6 +30,7 @@
 #include "ringrpc/client/client_call.h"
 #include "ringrpc/client/client_context.h"
 #include "ringrpc/client/completion_queue.h"
+#include "ringrpc/client/grpc_types.h"
 #include "ringrpc/client/status.h"
 #include "ringrpc/client/stub_options.h"
 #include "ringrpc/client/version.h"
@@ -76,8 +77,20 @@ class ChannelCredentials {
   virtual const SslCredentialsOptions* ssl_options() const { return nullptr; }
   // Added to every call (CompositeChannelCredentials).
   virtual std::shared_ptr<CallCredentials> call_credentials() const { return nullptr; }
+  // Set for experimental::LocalCredentials: the kind of local connection.
+  virtual std::optional<grpc_local_connect_type> local_connect_type() const { return std::nullopt; }
 };
 std::shared_ptr<ChannelCredentials> InsecureChannelCredentials();
+namespace experimental {
+// grpc++'s LocalCredentials: plaintext HTTP/2 that only reaches this
+// machine. UDS: over unix sockets only (a target of another scheme fails
+// every call INVALID_ARGUMENT naming it); LOCAL_TCP: over TCP whose local
+// end is a loopback address. A connection that is neither (a resolver's
+// address elsewhere) fails its dial, and the calls on it, naming the
+// address: as grpc++ checks the socket after the connect. Call
+// credentials are sent on it (CompositeChannelCredentials), as grpc++ does.
+std::shared_ptr<ChannelCredentials> LocalCredentials(grpc_local_connect_type type);
+}  // namespace experimental
 // TLS over OpenSSL: ALPN h2, SNI and certificate check against the
 // authority's host (or grpc.ssl_target_name_override). Bad PEM makes every
 // call fail INVALID_ARGUMENT naming the field.
@@ -187,9 +200,9 @@ class Channel {
   Status resolver_service_config_status() const;
 
  private:
-  friend std::shared_ptr<Channel> CreateChannelWithResolver(const std::string&,
-                                                            std::shared_ptr<Resolver>,
-                                                            const ChannelArguments&);
+  friend std::shared_ptr<Channel> CreateChannelWithResolver(
+      const std::string&, std::shared_ptr<Resolver>, const std::shared_ptr<ChannelCredentials>&,
+      const ChannelArguments&);
   friend std::shared_ptr<Channel> experimental::CreateCustomChannelWithInterceptors(
       const std::string&, const std::shared_ptr<ChannelCredentials>&, const ChannelArguments&,
       std::vector<std::unique_ptr<experimental::ClientInterceptorFactoryInterface>>);
@@ -209,7 +222,14 @@ std::shared_ptr<Channel> CreateCustomChannel(const std::string& target,
                                              const std::shared_ptr<ChannelCredentials>& creds,
                                              const ChannelArguments& args);
 // A channel fed by a resolver of your own (or a ManualResolver in tests);
-// `authority` is the :authority its calls carry.
+// `authority` is the :authority its calls carry (and, with SslCredentials,
+// the name the server's certificate is checked against, unless
+// grpc.ssl_target_name_override says another). Without credentials:
+// plaintext (InsecureChannelCredentials).
+std::shared_ptr<Channel> CreateChannelWithResolver(const std::string& authority,
+                                                   std::shared_ptr<Resolver> resolver,
+                                                   const std::shared_ptr<ChannelCredentials>& creds,
+                                                   const ChannelArguments& args);
 std::shared_ptr<Channel> CreateChannelWithResolver(const std::string& authority,
                                                    std::shared_ptr<Resolver> resolver,
                                                    const ChannelArguments& args);

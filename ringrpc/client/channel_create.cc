@@ -31,6 +31,16 @@ class InsecureCredentials final : public ChannelCredentials {
   bool secure() const override { return false; }
 };
 
+class LocalChannelCredentials final : public ChannelCredentials {
+ public:
+  explicit LocalChannelCredentials(grpc_local_connect_type type) : type_(type) {}
+  bool secure() const override { return false; }  // plaintext, on this machine
+  std::optional<grpc_local_connect_type> local_connect_type() const override { return type_; }
+
+ private:
+  const grpc_local_connect_type type_;
+};
+
 class SslChannelCredentials final : public ChannelCredentials {
  public:
   explicit SslChannelCredentials(SslCredentialsOptions o) : options_(std::move(o)) {}
@@ -57,6 +67,14 @@ absl::Status ApplyCredentials(const ChannelCredentials* creds, channel::ChannelC
     return absl::InvalidArgumentError("channel credentials are null");
   }
   config.call_credentials = creds->call_credentials();
+  if (std::optional<grpc_local_connect_type> local = creds->local_connect_type()) {
+    using L = transport::ConnectionOptions::Locality;
+    if (*local != UDS && *local != LOCAL_TCP) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("LocalCredentials: unknown grpc_local_connect_type ", int(*local)));
+    }
+    config.connection.locality = *local == UDS ? L::kUnixSocket : L::kLoopbackTcp;
+  }
   if (!creds->secure()) return absl::OkStatus();
   const SslCredentialsOptions* ssl = creds->ssl_options();
   if (ssl == nullptr) {
@@ -83,6 +101,10 @@ std::shared_ptr<ChannelCredentials> InsecureChannelCredentials() {
 
 std::shared_ptr<ChannelCredentials> SslCredentials(const SslCredentialsOptions& options) {
   return std::make_shared<SslChannelCredentials>(options);
+}
+
+std::shared_ptr<ChannelCredentials> experimental::LocalCredentials(grpc_local_connect_type type) {
+  return std::make_shared<LocalChannelCredentials>(type);
 }
 
 namespace {
@@ -198,6 +220,14 @@ std::shared_ptr<Channel> experimental::CreateCustomChannelWithInterceptors(
     state->Fail(resolver.status());
     return channel;
   }
+  // UDS local credentials want a unix socket: a target that names none is
+  // refused now (as grpc++ refuses it), not at each dial.
+  if (creds != nullptr && creds->local_connect_type() == UDS && target.rfind("unix:", 0) != 0 &&
+      target.rfind("unix-abstract:", 0) != 0) {
+    state->Fail(absl::InvalidArgumentError(absl::StrCat(
+        "LocalCredentials(UDS) need a unix: or unix-abstract: target, not \"", target, "\"")));
+    return channel;
+  }
   // After the resolver's choice: TLS checks the :authority it settled.
   if (absl::Status s = ApplyCredentials(creds.get(), state->mutable_config()); !s.ok()) {
     state->Fail(s);
@@ -209,6 +239,7 @@ std::shared_ptr<Channel> experimental::CreateCustomChannelWithInterceptors(
 
 std::shared_ptr<Channel> CreateChannelWithResolver(const std::string& authority,
                                                    std::shared_ptr<Resolver> resolver,
+                                                   const std::shared_ptr<ChannelCredentials>& creds,
                                                    const ChannelArguments& args) {
   std::shared_ptr<channel::ChannelState> state = channel::ChannelState::Create(args);
   std::shared_ptr<Channel> channel(new Channel(state));
@@ -217,8 +248,25 @@ std::shared_ptr<Channel> CreateChannelWithResolver(const std::string& authority,
     state->mutable_config().connection.authority = authority;
   }
   if (state->call_metrics() != nullptr) state->call_metrics()->set_target(authority);
+  if (resolver == nullptr) {
+    state->Fail(absl::InvalidArgumentError("CreateChannelWithResolver: the resolver is null"));
+    return channel;
+  }
+  // The addresses are the resolver's: UDS local credentials check each
+  // connection's socket (ConnectionOptions::locality), not a target.
+  if (absl::Status s = ApplyCredentials(creds.get(), state->mutable_config()); !s.ok()) {
+    state->Fail(s);
+    return channel;
+  }
   channel::ChannelState::Start(state, std::move(resolver));
   return channel;
+}
+
+std::shared_ptr<Channel> CreateChannelWithResolver(const std::string& authority,
+                                                   std::shared_ptr<Resolver> resolver,
+                                                   const ChannelArguments& args) {
+  return CreateChannelWithResolver(authority, std::move(resolver), InsecureChannelCredentials(),
+                                   args);
 }
 
 Status ValidateChannelArguments(const ChannelArguments& args) {

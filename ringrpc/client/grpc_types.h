@@ -1,7 +1,9 @@
 // The C types grpc++'s client API is spelled with, so code written against
 // grpc++ compiles unchanged: grpc_connectivity_state (GRPC_CHANNEL_READY,
 // ...), which Channel::GetState returns, and grpc_compression_algorithm
-// (GRPC_COMPRESS_GZIP, ...), which ClientContext and ChannelArguments take.
+// (GRPC_COMPRESS_GZIP, ...), which ClientContext and ChannelArguments take,
+// and grpc_local_connect_type (UDS, LOCAL_TCP), which
+// experimental::LocalCredentials takes.
 //
 //   if (channel->GetState(/*try_to_connect=*/true) == GRPC_CHANNEL_READY) ...
 //   ctx.set_compression_algorithm(GRPC_COMPRESS_GZIP);
@@ -10,7 +12,10 @@
 // grpc_types_test.cc compiles them against Debian's grpc headers), under
 // grpc's include guards: a program that includes grpc's headers too (a
 // grpc++ server calling a backend through ringrpc) gets one definition
-// whichever header comes first.
+// whichever header comes first. grpc_local_connect_type lives in a grpc
+// header of many other security constants (whose guard would hide them
+// all): where that header is installed it is included as it is, and only
+// where it is not is the one enum defined here.
 #ifndef RINGRPC_CLIENT_GRPC_TYPES_H_
 #define RINGRPC_CLIENT_GRPC_TYPES_H_
 
@@ -63,6 +68,14 @@ typedef struct grpc_compression_options {
     grpc_compression_algorithm algorithm;
   } default_algorithm;
 } grpc_compression_options;
+}
+#endif
+
+#if __has_include(<grpc/grpc_security_constants.h>)
+#include <grpc/grpc_security_constants.h>
+#elif !defined(GRPC_GRPC_SECURITY_CONSTANTS_H)
+extern "C" {
+typedef enum { UDS = 0, LOCAL_TCP } grpc_local_connect_type;
 }
 #endif
 

@@ -68,9 +68,8 @@ bool Opening(const StreamHedge& h) {
 
 }  // namespace
 
-Task<void> CallOpener::OpenCopy(std::shared_ptr<channel::ChannelState> self,
-                                ClientCall::Impl* impl, AttemptPlan plan,
-                                std::shared_ptr<StreamHedge> h) {
+Task<void> CallOpener::OpenCopy(std::shared_ptr<channel::ChannelState> self, ClientCall::Impl* impl,
+                                AttemptPlan plan, std::shared_ptr<StreamHedge> h) {
   const std::string method = impl->replay->method;
   const CancelState* me = plan.cancel.get();
   Status s;
@@ -96,8 +95,8 @@ Task<void> CallOpener::OpenCopy(std::shared_ptr<channel::ChannelState> self,
   it->call = std::move(call);
 }
 
-CallOpener::HedgeStep CallOpener::LookAtCopies(ClientCall::Impl* impl, StreamHedge& h,
-                                               bool& more, TimePoint& next, bool& reported) {
+CallOpener::HedgeStep CallOpener::LookAtCopies(ClientCall::Impl* impl, StreamHedge& h, bool& more,
+                                               TimePoint& next, bool& reported) {
   runtime::EventLoop& loop = *impl->loop;
   ClientCall::Impl::Replay& r = *impl->replay;
   if (r.committed || r.cancelled || impl->failed || Cancelled(*impl->ctx)) return HedgeStep::kStop;

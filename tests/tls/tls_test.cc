@@ -21,6 +21,7 @@
 #include "absl/strings/str_cat.h"
 #include "ringrpc/client/call_credentials.h"
 #include "ringrpc/client/channel.h"
+#include "ringrpc/client/resolver.h"
 #include "tests/proto/echo_test.pb.h"
 #include "tests/testing/http_proxy_server.h"
 #include "tests/testing/process_stats.h"
@@ -154,6 +155,28 @@ TEST_F(TlsTest, CallsSucceedByIpAndByName) {
   auto by_name = CreateChannel(absl::StrCat("localhost:", server->port()), creds);
   Status s = Echo(*by_name, "by name");
   EXPECT_TRUE(s.ok()) << s.ToString();
+}
+
+// A channel on a resolver of the program's own speaks TLS when given
+// SslCredentials: the certificate is checked against the authority's host
+// (a wrong one fails the handshake); without credentials it is plaintext.
+TEST_F(TlsTest, AChannelOnTheProgramsOwnResolverUsesItsCredentials) {
+  auto server = TlsServer();
+  auto creds = SslCredentials({.pem_root_certs = ca_->cert_pem});
+  auto resolved = [&] {
+    auto r = std::make_shared<ManualResolver>();
+    r->Push(AddressList{*transport::Address::Parse(server->address())});
+    return r;
+  };
+  auto tls = CreateChannelWithResolver("localhost", resolved(), creds, ChannelArguments());
+  Status s = Echo(*tls, "own resolver");
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  auto wrong_name =
+      CreateChannelWithResolver("not-the-server.example", resolved(), creds, ChannelArguments());
+  s = Echo(*wrong_name, "x");
+  EXPECT_EQ(s.error_code(), StatusCode::UNAVAILABLE);
+  auto plaintext = CreateChannelWithResolver("localhost", resolved(), ChannelArguments());
+  EXPECT_FALSE(Echo(*plaintext, "x").ok());  // a TLS server refuses plaintext
 }
 
 // Decrypted bytes go straight into receive blocks that large messages
@@ -465,7 +488,7 @@ TEST_F(TlsTest, CallCredentialsNeedTlsUnlessTheChannelOptsIn) {
   auto insecure = CreateChannel((*server)->address(), InsecureChannelCredentials());
   Status refused = Echo(*insecure, "x", nullptr, AccessTokenCredentials("t"));
   EXPECT_EQ(refused.error_code(), StatusCode::UNAUTHENTICATED);
-  EXPECT_THAT(refused.error_message(), HasSubstr("only over a secure (TLS) channel"));
+  EXPECT_THAT(refused.error_message(), HasSubstr("only over a secure (TLS) or local"));
   ChannelArguments args;
   args.SetInt("ringrpc.allow_insecure_call_credentials", 1);
   auto opted_in = CreateCustomChannel((*server)->address(), InsecureChannelCredentials(), args);

@@ -18,8 +18,8 @@
 #include "ringrpc/client/channel/retry_policy.h"
 #include "ringrpc/client/client_call.h"
 #include "ringrpc/client/client_context.h"
-#include "ringrpc/client/status.h"
 #include "ringrpc/client/runtime/loop_event.h"
+#include "ringrpc/client/status.h"
 
 namespace ringrpc::internal {
 

@@ -1,6 +1,7 @@
 // Establishing a connection: dial, TLS handshake, the server's SETTINGS
 // (Connect), or taking over a connected socket (Adopt). Part of
 // Http2Connection (http2_connection.h).
+#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <nghttp2/nghttp2.h>
@@ -16,6 +17,38 @@
 #include "ringrpc/client/transport/internal/ms.h"
 
 namespace ringrpc::transport {
+namespace {
+
+// LocalCredentials' check of a connected socket's own end (as grpc++'s:
+// the local address, not the one dialled): OK, or why not.
+absl::Status CheckLocality(int fd, ConnectionOptions::Locality want, const std::string& dialled) {
+  using L = ConnectionOptions::Locality;
+  if (want == L::kAny) return absl::OkStatus();
+  sockaddr_storage local{};
+  socklen_t len = sizeof local;
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len) != 0) {
+    return absl::UnavailableError(
+        absl::StrCat("getsockname for ", dialled, ": ", std::strerror(errno)));
+  }
+  bool ok = false;
+  if (want == L::kUnixSocket) {
+    ok = local.ss_family == AF_UNIX;
+  } else if (local.ss_family == AF_INET) {
+    const auto* in = reinterpret_cast<const sockaddr_in*>(&local);
+    ok = (ntohl(in->sin_addr.s_addr) >> 24) == 127;
+  } else if (local.ss_family == AF_INET6) {
+    const in6_addr& a = reinterpret_cast<const sockaddr_in6*>(&local)->sin6_addr;
+    ok = IN6_IS_ADDR_LOOPBACK(&a) || (IN6_IS_ADDR_V4MAPPED(&a) && a.s6_addr[12] == 127);
+  }
+  if (ok) return absl::OkStatus();
+  // Not a passing failure: the channel's credentials rule the address out.
+  return absl::FailedPreconditionError(
+      absl::StrCat("LocalCredentials(", want == L::kUnixSocket ? "UDS" : "LOCAL_TCP", ") refuse ",
+                   dialled, ": the connection is not ",
+                   want == L::kUnixSocket ? "over a unix socket" : "from a loopback address"));
+}
+
+}  // namespace
 
 // After the dial: the proxy's CONNECT tunnel, then the TLS handshake,
 // each within what is left of the connect timeout. The TLS session (null
@@ -106,6 +139,9 @@ Task<absl::StatusOr<std::shared_ptr<Http2Connection>>> Http2Connection::Connect(
         !res ? absl::StrCat("connect to ", dial_name, " timed out after ",
                             Ms(options.connect_timeout))
              : absl::StrCat("connect to ", dial_name, ": ", std::strerror(-*res)));
+  }
+  if (absl::Status local = CheckLocality(fd, options.locality, dialled); !local.ok()) {
+    co_return local;
   }
   absl::StatusOr<std::unique_ptr<TlsSession>> tls =
       co_await Handshake(loop, fd, options, dialled, where, start);

@@ -80,6 +80,10 @@ struct ConnectionOptions {
   std::optional<std::chrono::milliseconds> tcp_user_timeout;
   // Run on each new socket before its connect (null: none).
   std::shared_ptr<SocketMutator> socket_mutator;
+  // LocalCredentials: where the connection's own end must be, checked
+  // after the connect (kAny: anywhere).
+  enum class Locality : uint8_t { kAny, kUnixSocket, kLoopbackTcp };
+  Locality locality = Locality::kAny;
   // Field by field; `tls` and `socket_mutator` by identity.
   bool operator==(const ConnectionOptions&) const = default;
 };
