@@ -26,6 +26,7 @@
 #include "ringrpc/client/runtime/cq_threads.h"
 #include "ringrpc/client/runtime/event_loop.h"
 #include "ringrpc/client/runtime/loop_event.h"
+#include "ringrpc/client/transport/tls.h"
 
 namespace ringrpc {
 // ---- Channel -----------------------------------------------------------------------
@@ -427,6 +428,16 @@ std::string Channel::MetricsText() const {
     }
   }
   state_->counters().AppendPrometheus(&out);
+  if (const std::shared_ptr<const transport::TlsConfig>& tls = state_->config().connection.tls;
+      tls != nullptr && tls->sessions != nullptr) {
+    absl::StrAppend(&out,
+                    "# HELP ringrpc_tls_handshakes_total TLS handshakes completed: a session "
+                    "from the channel's cache resumed, or full.\n"
+                    "# TYPE ringrpc_tls_handshakes_total counter\n"
+                    "ringrpc_tls_handshakes_total{kind=\"resumed\"} ",
+                    tls->sessions->resumed(), "\nringrpc_tls_handshakes_total{kind=\"full\"} ",
+                    tls->sessions->full(), "\n");
+  }
   absl::StrAppend(&out,
                   "# HELP ringrpc_resolver_service_config_errors_total Service configs from "
                   "the resolver that were invalid (the last valid one was kept; gRFC A21).\n"

@@ -86,7 +86,7 @@ absl::Status ApplyCredentials(const ChannelCredentials* creds, channel::ChannelC
       transport::MakeTlsConfig({.root_certs = ssl->pem_root_certs,
                                 .private_key = ssl->pem_private_key,
                                 .cert_chain = ssl->pem_cert_chain},
-                               std::move(name));
+                               std::move(name), config.ssl_session_cache_size);
   if (!tls.ok()) return tls.status();
   config.connection.tls = *tls;
   config.connection.scheme = "https";

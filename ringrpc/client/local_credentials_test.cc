@@ -155,8 +155,8 @@ TEST(CreateChannelWithResolver, NullCredentialsOrResolverAreClearErrors) {
   Status s = Echo(CreateChannelWithResolver("x", resolver, nullptr, ChannelArguments()));
   EXPECT_EQ(s.error_code(), StatusCode::INVALID_ARGUMENT);
   EXPECT_THAT(s.error_message(), HasSubstr("credentials are null"));
-  s = Echo(CreateChannelWithResolver("x", nullptr, InsecureChannelCredentials(),
-                                     ChannelArguments()));
+  s = Echo(
+      CreateChannelWithResolver("x", nullptr, InsecureChannelCredentials(), ChannelArguments()));
   EXPECT_EQ(s.error_code(), StatusCode::INVALID_ARGUMENT);
   EXPECT_THAT(s.error_message(), HasSubstr("resolver is null"));
 }

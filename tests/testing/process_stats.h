@@ -4,11 +4,14 @@
 #define RINGRPC_TESTS_TESTING_PROCESS_STATS_H_
 
 #include <dirent.h>
+#include <sys/types.h>
 #include <unistd.h>
 
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <iterator>
+#include <sstream>
 #include <string>
 
 namespace ringrpc::testing {
@@ -58,6 +61,25 @@ inline long ThreadCountExcept(const std::string& name) {
   }
   closedir(d);
   return n;
+}
+
+// CPU time (user + system) process `pid` has used, in ms (-1 if
+// unreadable): another process's (a test server's), from /proc/PID/stat.
+inline double ProcessCpuMs(pid_t pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  const size_t close = stat.rfind(')');  // the name may hold spaces
+  if (close == std::string::npos) return -1;
+  std::istringstream rest(stat.substr(close + 2));
+  std::string field;
+  long utime = -1, stime = -1;
+  // Fields after the name start at 3 (state); utime and stime are 14, 15.
+  for (int i = 3; i <= 15 && rest >> field; ++i) {
+    if (i == 14) utime = std::stol(field);
+    if (i == 15) stime = std::stol(field);
+  }
+  if (utime < 0 || stime < 0) return -1;
+  return double(utime + stime) * 1000.0 / double(::sysconf(_SC_CLK_TCK));
 }
 
 // Open file descriptors of this process (sockets, io_uring instances,

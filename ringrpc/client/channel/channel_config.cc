@@ -200,6 +200,8 @@ void ReadRingrpcArgs(Reader& r, ChannelConfig& c) {
   r.Int("ringrpc.reservoir_capacity", 0, 1 << 20, [&](int v) { c.reservoir_capacity = v; });
   r.Int("ringrpc.reservoir_max_park_ms", 1, INT_MAX, [&](int v) { c.pool.max_park_time = Ms(v); });
   r.Int("ringrpc.reap_interval_ms", 1, 3600000, [&](int v) { c.pool.reap_interval = Ms(v); });
+  r.Int("ringrpc.ssl_session_cache_size", 0, 65536,
+        [&](int v) { c.ssl_session_cache_size = size_t(v); });
 }
 
 }  // namespace

@@ -42,6 +42,9 @@ struct ChannelConfig {
   // grpc.ssl_target_name_override: the name TLS checks instead of the
   // authority's host.
   std::optional<std::string> ssl_target_name_override;
+  // ringrpc.ssl_session_cache_size: how many addresses' TLS sessions the
+  // channel keeps for its dials to resume (0: none).
+  size_t ssl_session_cache_size = 64;
   BackoffConfig backoff;
   // The default service config's policy, else grpc.lb_policy_name's,
   // else pick_first (never null after ParseChannelArguments).

@@ -69,7 +69,8 @@ Task<absl::StatusOr<std::unique_ptr<TlsSession>>> Http2Connection::Handshake(
     if (!tunnel->ok()) co_return *tunnel;
   }
   if (options.tls) {
-    absl::StatusOr<std::unique_ptr<TlsSession>> session = TlsSession::New(*options.tls);
+    // Sessions are filed under the server (past a proxy: the target).
+    absl::StatusOr<std::unique_ptr<TlsSession>> session = TlsSession::New(*options.tls, where);
     if (!session.ok()) co_return session.status();
     Duration left = options.connect_timeout - (loop.Now() - start);
     std::optional<absl::Status> shaken = co_await runtime::WithTimeout<absl::Status>(

@@ -53,10 +53,56 @@ void InitOpenSslOnce() {
   (void)done;
 }
 
+// Where an SSL carries its TlsSession (for OnNewSession).
+int SessionIndex() {
+  static const int index = SSL_get_ex_new_index(0, nullptr, nullptr, nullptr, nullptr);
+  return index;
+}
+
 }  // namespace
 
+TlsSessionCache::~TlsSessionCache() {
+  for (auto& [key, session] : sessions_) SSL_SESSION_free(session);
+}
+
+SSL_SESSION* TlsSessionCache::Get(std::string_view key) {
+  MutexLock lock(&mu_);
+  for (auto& [k, session] : sessions_) {
+    if (k != key) continue;
+    SSL_SESSION_up_ref(session);
+    return session;
+  }
+  return nullptr;
+}
+
+void TlsSessionCache::Put(std::string_view key, SSL_SESSION* session) {
+  SSL_SESSION* old = nullptr;
+  {
+    MutexLock lock(&mu_);
+    auto it = std::find_if(sessions_.begin(), sessions_.end(),
+                           [key](const auto& entry) { return entry.first == key; });
+    if (it != sessions_.end()) {
+      old = it->second;
+      sessions_.erase(it);
+    } else if (sessions_.size() >= capacity_ && !sessions_.empty()) {
+      old = sessions_.front().second;
+      sessions_.erase(sessions_.begin());
+    }
+    sessions_.emplace_back(std::string(key), session);
+  }
+  if (old != nullptr) SSL_SESSION_free(old);
+}
+
+int TlsSession::OnNewSession(SSL* ssl, SSL_SESSION* session) {
+  auto* self = static_cast<TlsSession*>(SSL_get_ex_data(ssl, SessionIndex()));
+  if (self == nullptr || self->cache_ == nullptr || !SSL_SESSION_is_resumable(session)) return 0;
+  self->cache_->Put(self->key_, session);
+  return 1;  // the cache holds the reference now
+}
+
 absl::StatusOr<std::shared_ptr<const TlsConfig>> MakeTlsConfig(const TlsPem& pem,
-                                                               std::string server_name) {
+                                                               std::string server_name,
+                                                               size_t session_cache) {
   InitOpenSslOnce();
   ERR_clear_error();
   std::shared_ptr<SSL_CTX> ctx(SSL_CTX_new(TLS_client_method()), SSL_CTX_free);
@@ -114,16 +160,33 @@ absl::StatusOr<std::shared_ptr<const TlsConfig>> MakeTlsConfig(const TlsPem& pem
     }
   }
   auto config = std::make_shared<TlsConfig>();
+  if (session_cache > 0) {
+    // Client sessions go to the channel's cache (OpenSSL keeps none).
+    SSL_CTX_set_session_cache_mode(ctx.get(),
+                                   SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
+    SSL_CTX_sess_set_new_cb(ctx.get(), &TlsSession::OnNewSession);
+    config->sessions = std::make_shared<TlsSessionCache>(session_cache);
+  }
   config->ctx = std::move(ctx);
   config->server_name = std::move(server_name);
   return std::shared_ptr<const TlsConfig>(std::move(config));
 }
 
-absl::StatusOr<std::unique_ptr<TlsSession>> TlsSession::New(const TlsConfig& config) {
+absl::StatusOr<std::unique_ptr<TlsSession>> TlsSession::New(const TlsConfig& config,
+                                                            std::string_view session_key) {
   ERR_clear_error();
   std::unique_ptr<TlsSession> s(new TlsSession());
   s->ssl_ = SSL_new(config.ctx.get());
   if (s->ssl_ == nullptr) return absl::InternalError("SSL_new: " + LastError());
+  if (config.sessions != nullptr) {
+    s->cache_ = config.sessions;
+    s->key_ = std::string(session_key);
+    SSL_set_ex_data(s->ssl_, SessionIndex(), s.get());
+    if (SSL_SESSION* cached = s->cache_->Get(s->key_)) {
+      SSL_set_session(s->ssl_, cached);  // takes a reference of its own
+      SSL_SESSION_free(cached);
+    }
+  }
   s->rbio_ = BIO_new(BIO_s_mem());
   s->wbio_ = BIO_new(BIO_s_mem());
   SSL_set_bio(s->ssl_, s->rbio_, s->wbio_);
@@ -157,11 +220,16 @@ absl::Status TlsSession::Error(const char* what, int rv) const {
 absl::StatusOr<bool> TlsSession::Handshake() {
   ERR_clear_error();
   int rv = SSL_do_handshake(ssl_);
-  if (rv == 1) return true;
+  if (rv == 1) {
+    if (cache_ != nullptr) cache_->CountHandshake(resumed());
+    return true;
+  }
   int e = SSL_get_error(ssl_, rv);
   if (e == SSL_ERROR_WANT_READ) return false;
   return Error("handshake", rv);
 }
+
+bool TlsSession::resumed() const { return SSL_session_reused(ssl_) == 1; }
 
 std::string TlsSession::alpn() const {
   const unsigned char* p = nullptr;
