@@ -19,6 +19,30 @@
 namespace ringrpc::transport {
 namespace {
 
+// The socket's options before its connect: TCP_NODELAY, TCP_USER_TIMEOUT
+// (if set), then the channel's SocketMutator (if any).
+absl::Status PrepareSocket(int fd, const Address& address, const ConnectionOptions& options,
+                           const std::string& dialled, const std::string& dial_name) {
+  if (address.family() != AF_UNIX) {
+    int one = 1;
+    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    if (options.tcp_user_timeout) {
+      const unsigned ms = unsigned(options.tcp_user_timeout->count());
+      if (::setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &ms, sizeof ms) != 0) {
+        return absl::UnavailableError(
+            absl::StrCat("setting TCP_USER_TIMEOUT for ", dial_name, ": ", std::strerror(errno)));
+      }
+    }
+  }
+  if (options.socket_mutator != nullptr &&
+      !options.socket_mutator->Mutate(
+          SocketInfo{.fd = fd, .family = address.family(), .address = dialled})) {
+    return absl::UnavailableError(
+        absl::StrCat("the channel's socket mutator refused the socket for ", dial_name));
+  }
+  return absl::OkStatus();
+}
+
 // LocalCredentials' check of a connected socket's own end (as grpc++'s:
 // the local address, not the one dialled): OK, or why not.
 absl::Status CheckLocality(int fd, ConnectionOptions::Locality want, const std::string& dialled) {
@@ -112,22 +136,8 @@ Task<absl::StatusOr<std::shared_ptr<Http2Connection>>> Http2Connection::Connect(
       if (fd >= 0) loop.Close(fd);
     }
   } guard{loop, fd};
-  if (address.family() != AF_UNIX) {
-    int one = 1;
-    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    if (options.tcp_user_timeout) {
-      const unsigned ms = unsigned(options.tcp_user_timeout->count());
-      if (::setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &ms, sizeof ms) != 0) {
-        co_return absl::UnavailableError(
-            absl::StrCat("setting TCP_USER_TIMEOUT for ", dial_name, ": ", std::strerror(errno)));
-      }
-    }
-  }
-  if (options.socket_mutator != nullptr &&
-      !options.socket_mutator->Mutate(
-          SocketInfo{.fd = fd, .family = address.family(), .address = dialled})) {
-    co_return absl::UnavailableError(
-        absl::StrCat("the channel's socket mutator refused the socket for ", dial_name));
+  if (absl::Status set = PrepareSocket(fd, address, options, dialled, dial_name); !set.ok()) {
+    co_return set;
   }
   auto dial = [](EventLoop& loop, int fd, Address a) -> Task<int> {
     runtime::IoResult r = co_await loop.Connect(fd, a.sockaddr_ptr(), a.len);
