@@ -16,3 +16,7 @@ int ReadyAfter() {
 int GzipAfter() { return GRPC_COMPRESS_GZIP; }
 std::string KeepaliveKeyAfter() { return GRPC_ARG_KEEPALIVE_TIME_MS; }
 std::string TargetNameKeyAfter() { return GRPC_SSL_TARGET_NAME_OVERRIDE_ARG; }
+int LocalTcpAfter() {
+  grpc_local_connect_type t = LOCAL_TCP;
+  return ringrpc::experimental::LocalCredentials(t)->local_connect_type().value_or(UDS);
+}

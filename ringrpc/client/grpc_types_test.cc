@@ -12,12 +12,17 @@
 
 static_assert(std::is_same_v<ringrpc::ConnectivityState, grpc_connectivity_state>);
 static_assert(std::is_same_v<ringrpc::CompressionAlgorithm, grpc_compression_algorithm>);
+// LocalCredentials takes grpc's own grpc_local_connect_type.
+static_assert(
+    std::is_same_v<decltype(&ringrpc::experimental::LocalCredentials),
+                   std::shared_ptr<ringrpc::ChannelCredentials> (*)(grpc_local_connect_type)>);
 
 // Defined in grpc_types_after_test.cc, where ringrpc's header came first.
 int ReadyAfter();
 int GzipAfter();
 std::string KeepaliveKeyAfter();
 std::string TargetNameKeyAfter();
+int LocalTcpAfter();
 
 namespace {
 
@@ -26,6 +31,7 @@ TEST(GrpcTypes, OneDefinitionWhicheverHeaderComesFirst) {
   EXPECT_EQ(GzipAfter(), GRPC_COMPRESS_GZIP);
   EXPECT_EQ(KeepaliveKeyAfter(), GRPC_ARG_KEEPALIVE_TIME_MS);
   EXPECT_EQ(TargetNameKeyAfter(), GRPC_SSL_TARGET_NAME_OVERRIDE_ARG);
+  EXPECT_EQ(LocalTcpAfter(), LOCAL_TCP);
 }
 
 TEST(GrpcTypes, RingrpcReadsTheKeysByGrpcsNames) {

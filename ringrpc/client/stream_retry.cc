@@ -113,7 +113,7 @@ void CallOpener::SwapInAttempt(ClientCall::Impl* impl, std::unique_ptr<ClientCal
   // cancelled now) resume inside it on a later loop pass: it goes once
   // the last of them has left it (Replay::Leave), and they go on with the
   // new attempt (its generation is new).
-  fresh.call->Cancel();
+  if (!fresh.call->finished()) fresh.call->Cancel();
   r.leaving.push_back(std::move(next));
   r.Leave(nullptr);
   r.progress.NotifyAll();

@@ -1,7 +1,8 @@
 // ringrpc/client/internal/cancel_wake.h — a wait that TryCancel ends at once: while
 // a CancelWake lives, ClientContext::TryCancel from any thread runs its
-// `interrupt` on the call's loop (the pick's wait in its thread's pool,
-// which is not cut into kCancelPoll slices). Internal to the call path.
+// `interrupt` on the call's loop (the pick's wait in its thread's pool, a
+// backoff, a hedged call between copies, blocking call credentials: no
+// wait is cut into slices to look again). Internal to the call path.
 //
 // Threading: made and destroyed on the call's CQ thread; TryCancel from any.
 //
@@ -26,10 +27,10 @@
 namespace ringrpc::internal {
 
 // While it lives, TryCancel from any thread runs `interrupt` on the call's
-// loop (a wait that is not cut into kCancelPoll slices ends at once). The
-// context reaches one wait or one started call at a time, as for hedges: a
-// registration made later replaces this one, and this one is taken back
-// only if it is still there.
+// loop (the wait ends at once). The context reaches one wait or one
+// started call at a time (a hedged call holds it and gives each copy a
+// CancelState of its own): a registration made later replaces this one,
+// and this one is taken back only if it is still there.
 class CancelWake {
  public:
   CancelWake(std::shared_ptr<CancelState> cancel, runtime::EventLoop& loop,
