@@ -2,16 +2,22 @@
 // 1.51 with its callback API, in its own process. Unary echoes (or answers
 // `response_size` bytes); Bidi answers each message with one; ServerStream
 // sends `count` messages of `response_size` bytes (count <= 0: until the
-// client cancels), as fast as flow control lets it.
+// client cancels), as fast as flow control lets it. A Unary with
+// `sleep_ms` is answered that much later (bench:footprint holds calls in
+// flight with it), from one timer thread, however many there are.
 //
 //   loadgen_server --listen=127.0.0.1:0 [--cpu=N]   # prints "LISTENING <port>"
 #include <grpcpp/grpcpp.h>
 #include <sched.h>
 
+#include <chrono>
+#include <condition_variable>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <mutex>
 #include <string>
 #include <thread>
 
@@ -32,11 +38,52 @@ void Answer(const EchoRequest& req, EchoResponse* resp) {
   }
 }
 
+// Unary calls answered later: one thread finishes each when it is due.
+class Later {
+ public:
+  Later() : thread_([this] { Run(); }) { thread_.detach(); }
+  void Add(std::chrono::steady_clock::time_point due, grpc::ServerUnaryReactor* r) {
+    std::lock_guard<std::mutex> lock(mu_);
+    due_.emplace(due, r);
+    cv_.notify_one();
+  }
+
+ private:
+  void Run() {
+    std::unique_lock<std::mutex> lock(mu_);
+    for (;;) {
+      if (due_.empty()) {
+        cv_.wait(lock);
+        continue;
+      }
+      auto first = due_.begin();
+      if (std::chrono::steady_clock::now() < first->first) {
+        cv_.wait_until(lock, first->first);
+        continue;
+      }
+      grpc::ServerUnaryReactor* r = first->second;
+      due_.erase(first);
+      lock.unlock();
+      r->Finish(grpc::Status::OK);
+      lock.lock();
+    }
+  }
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::multimap<std::chrono::steady_clock::time_point, grpc::ServerUnaryReactor*> due_;
+  std::thread thread_;
+};
+
 class Service final : public ringrpc::test::TestService::CallbackService {
   grpc::ServerUnaryReactor* Unary(CallbackServerContext* ctx, const EchoRequest* req,
                                   EchoResponse* resp) override {
     Answer(*req, resp);
     grpc::ServerUnaryReactor* r = ctx->DefaultReactor();
+    if (req->sleep_ms() > 0) {
+      static Later* later = new Later();  // lives as long as the process
+      later->Add(std::chrono::steady_clock::now() + std::chrono::milliseconds(req->sleep_ms()), r);
+      return r;
+    }
     r->Finish(grpc::Status::OK);
     return r;
   }
