@@ -126,7 +126,8 @@ int Run(int port, const std::vector<long>& connections, long in_flight, long str
       const std::string target = "127.0." + std::to_string(1 + i / 250) + "." +
                                  std::to_string(1 + i % 250) + ":" + std::to_string(port);
       stubs.push_back(Api::Connect(target));
-      if (!Echo<Api>(*stubs.back())) return std::fprintf(stderr, "%s: call %ld failed\n", name, i), 1;
+      if (!Echo<Api>(*stubs.back()))
+        return std::fprintf(stderr, "%s: call %ld failed\n", name, i), 1;
     }
     Report(name, std::to_string(n) + " connections", before, Now(), n, "connection");
   }
@@ -167,7 +168,8 @@ int Run(int port, const std::vector<long>& connections, long in_flight, long str
     std::atomic<int> done{0};
     std::vector<std::unique_ptr<IdleStream<Api>>> open;
     Reading before = Now();
-    for (long i = 0; i < streams; ++i) open.push_back(std::make_unique<IdleStream<Api>>(*stub, &done));
+    for (long i = 0; i < streams; ++i)
+      open.push_back(std::make_unique<IdleStream<Api>>(*stub, &done));
     std::this_thread::sleep_for(milliseconds(1000));  // all of them started
     Report(name, std::to_string(streams) + " idle streams open", before, Now(), streams, "stream");
     for (auto& s : open) s->ctx.TryCancel();
@@ -223,8 +225,7 @@ int main(int argc, char** argv) {
     }
     return status;
   }
-  auto server =
-      ringrpc::testing::ServerProcess::Start("0.0.0.0:0", "bench/loadgen_server", {});
+  auto server = ringrpc::testing::ServerProcess::Start("0.0.0.0:0", "bench/loadgen_server", {});
   if (!server.ok()) {
     std::fprintf(stderr, "footprint: %s\n", server.status().ToString().c_str());
     return 1;

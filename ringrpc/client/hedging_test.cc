@@ -198,23 +198,22 @@ TEST_F(HedgingTest, RetriesOffMeansNoCopies) {
 
 // ---- Streams: the same policy on streaming methods (grpc++ has none) ----
 
-// Waits (within 10 s) until the server has counted `n` calls (or `n`
-// cancelled ones); returns what it counted last.
-int64_t AwaitCalls(const std::string& address, int64_t n) {
-  int64_t calls = 0;
+// Waits (within 10 s) until the server's `count` (its calls, or the
+// cancelled ones) reaches `n`; returns what it counted last.
+int64_t AwaitCount(const std::string& address, int64_t (test::StatsResponse::*count)() const,
+                   int64_t n) {
+  int64_t got = 0;
   for (auto until = steady_clock::now() + std::chrono::seconds(10);
-       (calls = Stats(address).calls()) < n && steady_clock::now() < until;) {
+       (got = (Stats(address).*count)()) < n && steady_clock::now() < until;) {
     std::this_thread::sleep_for(milliseconds(10));
   }
-  return calls;
+  return got;
+}
+int64_t AwaitCalls(const std::string& address, int64_t n) {
+  return AwaitCount(address, &test::StatsResponse::calls, n);
 }
 int64_t AwaitCancelled(const std::string& address, int64_t n) {
-  int64_t cancelled = 0;
-  for (auto until = steady_clock::now() + std::chrono::seconds(10);
-       (cancelled = Stats(address).cancelled()) < n && steady_clock::now() < until;) {
-    std::this_thread::sleep_for(milliseconds(10));
-  }
-  return cancelled;
+  return AwaitCount(address, &test::StatsResponse::cancelled, n);
 }
 
 // The first `stall` copies of the call get no answer (for 10 s, or until
