@@ -11,6 +11,7 @@
 #include <ifaddrs.h>
 #include <netinet/in.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <memory>
@@ -42,12 +43,24 @@ std::unique_ptr<testing::ServerProcess> Server(const std::string& listen,
 }
 
 // A unix socket's address in a directory of its own (a short path: a
-// socket's is limited to 107 bytes).
-std::string UnixAddress(const char* name) {
-  char dir[] = "/tmp/ringrpc-local-XXXXXX";
-  EXPECT_NE(::mkdtemp(dir), nullptr);
-  return absl::StrCat("unix:", dir, "/", name);
-}
+// socket's is limited to 107 bytes), removed with it.
+class UnixAddress {
+ public:
+  explicit UnixAddress(const char* name) {
+    char dir[] = "/tmp/ringrpc-local-XXXXXX";
+    EXPECT_NE(::mkdtemp(dir), nullptr);
+    dir_ = dir;
+    path_ = absl::StrCat(dir_, "/", name);
+  }
+  ~UnixAddress() {
+    ::unlink(path_.c_str());
+    ::rmdir(dir_.c_str());
+  }
+  std::string target() const { return "unix:" + path_; }
+
+ private:
+  std::string dir_, path_;
+};
 
 // One echo (wait_for_ready: a refusal must end it anyway, not the deadline).
 Status Echo(const std::shared_ptr<Channel>& ch) {
@@ -78,7 +91,8 @@ TEST(LocalCredentials, LocalTcpReachesALoopbackServerAndCarriesCallCredentials) 
 }
 
 TEST(LocalCredentials, UdsReachesAUnixSocketServer) {
-  const std::string listen = UnixAddress("uds.sock");
+  const UnixAddress unix_socket("uds.sock");  // outlives the server
+  const std::string listen = unix_socket.target();
   auto server = Server(listen);
   ASSERT_NE(server, nullptr);
   Status s = Echo(CreateChannel(listen, LocalCredentials(UDS)));
@@ -94,7 +108,8 @@ TEST(LocalCredentials, UdsRefuseATcpTargetAtOnce) {
 }
 
 TEST(LocalCredentials, LocalTcpRefuseAUnixSocket) {
-  const std::string listen = UnixAddress("tcp.sock");
+  const UnixAddress unix_socket("tcp.sock");  // outlives the server
+  const std::string listen = unix_socket.target();
   auto server = Server(listen);
   ASSERT_NE(server, nullptr);
   Status s = Echo(CreateChannel(listen, LocalCredentials(LOCAL_TCP)));
